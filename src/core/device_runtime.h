@@ -1,0 +1,18 @@
+// The few CUDA runtime services the core needs, behind a plain interface so that the core compiles
+// without CUDA. src/cuda/device_runtime.cpp implements it with the CUDA runtime;
+// src/core/device_runtime_none.cpp answers "unsupported" in CPU-only builds.
+#pragma once
+
+#include <cstddef>
+
+#include "moekit/status.h"
+#include "moekit/tensor.h"
+
+namespace moekit::detail {
+
+Status device_malloc(void** ptr, size_t bytes, int device_index);
+void device_free(void* ptr, int device_index) noexcept;
+// Synchronous copy of `bytes` between any two of host and CUDA memory.
+Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+
+}  // namespace moekit::detail

@@ -1,0 +1,35 @@
+#include "../core/device_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "cuda_check.h"
+
+namespace moekit::detail {
+
+Status device_malloc(void** ptr, size_t bytes, int device_index) {
+  *ptr = nullptr;
+  if (bytes == 0) return Status::Ok();
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  const cudaError_t err = cudaMalloc(ptr, bytes);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear the sticky-free error so later calls are unaffected
+    return Status::OutOfMemory("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(device_index) + " failed");
+  }
+  return cuda_status(err, "cudaMalloc", __FILE__, __LINE__);
+}
+
+void device_free(void* ptr, int device_index) noexcept {
+  if (ptr == nullptr) return;
+  if (cudaSetDevice(device_index) == cudaSuccess) (void)cudaFree(ptr);
+}
+
+Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  const cudaMemcpyKind kind = dst_device.is_cpu() ? (src_device.is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
+                                                  : (src_device.is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, kind));
+  return Status::Ok();
+}
+
+}  // namespace moekit::detail

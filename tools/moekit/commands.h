@@ -1,0 +1,17 @@
+// Each `moekit` subcommand registers itself on the CLI11 app and returns the exit code to use.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace moekit::cli {
+
+// What runs once the command line has been parsed; returns the process exit code.
+using CommandAction = std::function<int()>;
+
+CommandAction add_info_command(CLI::App& app);
+// A subcommand whose issue has not landed yet: says so and exits with code 2.
+CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
+
+}  // namespace moekit::cli
