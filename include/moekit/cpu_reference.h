@@ -1,0 +1,30 @@
+// The CPU reference backend: every MoE semantic of moekit/moe_problem.h, computed with float64
+// accumulation, multi-threaded (OpenMP). It is the oracle for every GPU kernel and the backend used
+// when no GPU is present. All tensors must be host (CPU) tensors.
+//
+// Every entry point validates first and, on error, returns a Status naming the field and value and
+// writes nothing.
+#pragma once
+
+#include "moekit/moe_problem.h"
+#include "moekit/status.h"
+#include "moekit/tensor.h"
+
+namespace moekit::cpu {
+
+// Checks a whole layer call: shapes, dtypes, devices, option combinations, scale layouts.
+Status validate(const MoeProblem& problem, const MoeWeights& weights, const MoeInputs& inputs,
+                const MoeOutputs& outputs);
+
+// Runs the whole layer.
+Status run_reference(const MoeProblem& problem, const MoeWeights& weights, const MoeInputs& inputs,
+                     const MoeOutputs& outputs);
+
+// Routing alone: logits [T, E] (f32 or bf16) -> topk_ids [T, K] i32 and topk_weights [T, K] f32.
+// correction_bias ([E], f32 or bf16) is used by kDeepSeekV3 only and may be empty otherwise.
+// The weights are final except for routed_scaling_factor, which finalize applies. Ties go to the
+// lower expert id.
+Status route(const RoutingParams& params, int num_experts, int top_k, const TensorView& logits,
+             const TensorView& correction_bias, const TensorView& topk_ids, const TensorView& topk_weights);
+
+}  // namespace moekit::cpu
