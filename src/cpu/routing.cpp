@@ -79,7 +79,8 @@ Scratch& scratch() {
   return s;
 }
 
-// DeepSeek-V3 grouped selection; fills ids and returns the unbiased scores through `s.aux`.
+// DeepSeek-V3 grouped selection: leaves the chosen ids, best first, in s.cand[0, k) and the
+// unbiased sigmoid of every expert in s.aux (the weights come from those, not the biased scores).
 void select_deepseek(const RoutingParams& p, std::span<const double> logits, std::span<const double> bias,
                      int k, Scratch& s) {
   const int e = static_cast<int>(logits.size());
@@ -186,7 +187,8 @@ void route_token(const RoutingParams& params, std::span<const double> logits, st
 
 namespace {
 
-// Checks one CPU, contiguous tensor of a given shape (rows < 0: any) against allowed dtypes.
+// Checks that a tensor is on the CPU, of an allowed dtype, of `shape` (a negative extent matches
+// any) and contiguous, in that order, so the first problem found is the one reported.
 Status check_tensor(std::string_view name, const TensorView& v, std::span<const DType> dtypes,
                     std::span<const int64_t> shape, std::string_view shape_text) {
   if (!v.device().is_cpu()) return Status::InvalidArgument(fmt::format("{} must be a CPU tensor, got {}", name, v.describe()));
@@ -212,23 +214,8 @@ bool is_given(const TensorView& v) { return v.data() != nullptr && v.numel() > 0
 
 Status validate_route(const RoutingParams& p, int e, int k, const TensorView& logits, const TensorView& bias,
                       const TensorView& ids, const TensorView& weights) {
-  if (method_name(p.method) == "unknown")
-    return Status::InvalidArgument(fmt::format("routing method={} is unknown", static_cast<int>(p.method)));
-  if (e < 1) return Status::InvalidArgument(fmt::format("num_experts={} must be >= 1", e));
-  if (k < 1) return Status::InvalidArgument(fmt::format("top_k={} must be >= 1", k));
-  if (k > e) return Status::InvalidArgument(fmt::format("top_k={} exceeds num_experts={}", k, e));
+  MOEKIT_RETURN_IF_ERROR(validate_routing_params(p, e, k));
   const bool deepseek = p.method == RoutingMethod::kDeepSeekV3;
-  if (deepseek) {
-    if (p.n_group < 1) return Status::InvalidArgument(fmt::format("n_group={} must be >= 1", p.n_group));
-    if (e % p.n_group != 0)
-      return Status::InvalidArgument(fmt::format("n_group={} does not divide num_experts={}", p.n_group, e));
-    if (p.topk_group < 1 || p.topk_group > p.n_group)
-      return Status::InvalidArgument(fmt::format("topk_group={} must be in [1, n_group={}]", p.topk_group, p.n_group));
-    const int per_group = e / p.n_group;
-    if (k > p.topk_group * per_group)
-      return Status::InvalidArgument(fmt::format("top_k={} exceeds the {} experts of topk_group={} groups of {}", k,
-                                                 p.topk_group * per_group, p.topk_group, per_group));
-  }
   const DType logit_types[] = {DType::kF32, DType::kBF16};
   const int64_t logits_shape[] = {-1, e};
   MOEKIT_RETURN_IF_ERROR(check_tensor("logits", logits, logit_types, logits_shape,
@@ -268,6 +255,26 @@ void load_row(const TensorView& v, int64_t first, int n, std::vector<double>& ou
 
 }  // namespace
 
+Status validate_routing_params(const RoutingParams& p, int e, int k) {
+  if (method_name(p.method) == "unknown")
+    return Status::InvalidArgument(fmt::format("routing method={} is unknown", static_cast<int>(p.method)));
+  if (e < 1) return Status::InvalidArgument(fmt::format("num_experts={} must be >= 1", e));
+  if (k < 1) return Status::InvalidArgument(fmt::format("top_k={} must be >= 1", k));
+  if (k > e) return Status::InvalidArgument(fmt::format("top_k={} exceeds num_experts={}", k, e));
+  if (p.method == RoutingMethod::kDeepSeekV3) {
+    if (p.n_group < 1) return Status::InvalidArgument(fmt::format("n_group={} must be >= 1", p.n_group));
+    if (e % p.n_group != 0)
+      return Status::InvalidArgument(fmt::format("n_group={} does not divide num_experts={}", p.n_group, e));
+    if (p.topk_group < 1 || p.topk_group > p.n_group)
+      return Status::InvalidArgument(fmt::format("topk_group={} must be in [1, n_group={}]", p.topk_group, p.n_group));
+    const int per_group = e / p.n_group;
+    if (k > p.topk_group * per_group)
+      return Status::InvalidArgument(fmt::format("top_k={} exceeds the {} experts of topk_group={} groups of {}", k,
+                                                 p.topk_group * per_group, p.topk_group, per_group));
+  }
+  return Status::Ok();
+}
+
 Status route(const RoutingParams& params, int num_experts, int top_k, const TensorView& logits,
              const TensorView& correction_bias, const TensorView& topk_ids, const TensorView& topk_weights) {
   MOEKIT_RETURN_IF_ERROR(validate_route(params, num_experts, top_k, logits, correction_bias, topk_ids, topk_weights));
@@ -282,8 +289,10 @@ Status route(const RoutingParams& params, int num_experts, int top_k, const Tens
 
   // An exception must not leave an OpenMP region (it would terminate the process): allocation
   // failures are caught per token and reported after the loop.
+  // Small calls (decode steps, tests) stay on the calling thread: starting a team costs more.
   std::atomic<bool> out_of_memory{false};
-#pragma omp parallel for schedule(static)
+  const bool parallel = tokens * e >= 4096;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < tokens; ++t) {
     try {
       thread_local std::vector<double> row;
