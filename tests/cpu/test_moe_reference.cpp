@@ -1239,8 +1239,12 @@ void expect_rejected(Layer& L, const std::vector<std::string>& needles, const st
     EXPECT_NE(v.message().find(n), std::string::npos) << what << ": validate message \"" << v.message() << "\" lacks \"" << n << "\"";
   }
   EXPECT_EQ(count_poison(L.out), L.out.numel()) << what << ": output written on error";
-  if (L.out_ids.data()) EXPECT_EQ(count_poison(L.out_ids), L.out_ids.numel()) << what;
-  if (L.out_weights.data()) EXPECT_EQ(count_poison(L.out_weights), L.out_weights.numel()) << what;
+  if (L.out_ids.data()) {
+    EXPECT_EQ(count_poison(L.out_ids), L.out_ids.numel()) << what;
+  }
+  if (L.out_weights.data()) {
+    EXPECT_EQ(count_poison(L.out_weights), L.out_weights.numel()) << what;
+  }
 }
 
 TEST(MoeReferenceBadInput, TheValidBaselineIsAccepted) {
