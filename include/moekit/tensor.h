@@ -59,6 +59,8 @@ class TensorView {
   bool is_contiguous() const;
   // Bytes spanned by a contiguous view (packed types round up).
   int64_t storage_bytes() const { return dtype_storage_bytes(dtype_, numel()); }
+  // False only for a default-constructed view (no data, no dimensions): how optional tensors
+  // (biases, scales, optional outputs) say "not given". Zero-element and scalar views are defined.
   bool defined() const { return data_ != nullptr || numel() == 0; }
 
   // "bf16[3, 2880] cuda:0"; used in error messages.

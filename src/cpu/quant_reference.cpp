@@ -123,9 +123,6 @@ GemmFields fields_of(const MoeProblem& p, const MoeWeights& w, Gemm g) {
 
 int64_t group_of(const MoeProblem& p, const Spec& s) { return s.fixed_group > 0 ? s.fixed_group : p.group_size; }
 
-// A default TensorView (null data, no dimensions) means "not given". A scalar [] view has data.
-bool given(const TensorView& t) { return t.data() != nullptr || t.ndim() != 0; }
-
 std::string shape_str(std::span<const int64_t> s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 Status check_placement(std::string_view name, const TensorView& t) {
@@ -166,12 +163,12 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
   const std::string pq_name = fmt::format("{}_pre_quant_scale", f.prefix);
 
   // Placement first: nothing below may read a tensor that is not host memory.
-  if (!given(f.w)) return Status::InvalidArgument(fmt::format("{}: required but not given", w_name));
+  if (!f.w.defined()) return Status::InvalidArgument(fmt::format("{}: required but not given", w_name));
   const std::pair<const std::string*, const TensorView*> all[] = {{&w_name, &f.w},         {&s_name, &f.scale},
                                                                   {&z_name, &f.zero_point}, {&gs_name, &f.global_scale},
                                                                   {&is_name, &f.input_scale}, {&pq_name, &f.pre_quant_scale}};
   for (const auto& [name, t] : all)
-    if (given(*t)) MOEKIT_RETURN_IF_ERROR(check_placement(*name, *t));
+    if (t->defined()) MOEKIT_RETURN_IF_ERROR(check_placement(*name, *t));
 
   // The weight.
   const DType w_dtype = p.quant == QuantScheme::kNone ? p.activation_dtype : spec.weight;
@@ -190,9 +187,9 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
 
   // The weight scale.
   if (spec.scale == WeightScale::kNone) {
-    if (given(f.scale)) return Status::InvalidArgument(fmt::format("{}: given but {} has no weight scales", s_name, scheme));
+    if (f.scale.defined()) return Status::InvalidArgument(fmt::format("{}: given but {} has no weight scales", s_name, scheme));
   } else {
-    if (!given(f.scale)) return Status::InvalidArgument(fmt::format("{}: required by {} but not given", s_name, scheme));
+    if (!f.scale.defined()) return Status::InvalidArgument(fmt::format("{}: required by {} but not given", s_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(s_name, f.scale, {spec.scale_dtypes.data(), size_t(spec.num_scale_dtypes)}, scheme));
     switch (spec.scale) {
       case WeightScale::kPerTensor:
@@ -215,7 +212,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
   }
 
   // Zero points: same layout as the group scales; stored as floats (f32 or the scale dtype).
-  if (given(f.zero_point)) {
+  if (f.zero_point.defined()) {
     if (spec.zero_point == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no zero points", z_name, scheme));
     const DType zd[] = {kF32, f.scale.dtype()};
@@ -223,7 +220,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     MOEKIT_RETURN_IF_ERROR(check_shape(z_name, f.zero_point, {E, N, K / group}, scheme, "[E_local, N, K/group_size]"));
   }
 
-  if (given(f.global_scale)) {
+  if (f.global_scale.defined()) {
     if (spec.global_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no global scales", gs_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(gs_name, f.global_scale, {&kF32, 1}, scheme));
@@ -232,7 +229,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     return Status::InvalidArgument(fmt::format("{}: required by {} but not given", gs_name, scheme));
   }
 
-  if (given(f.input_scale)) {
+  if (f.input_scale.defined()) {
     if (spec.input_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no static input scales", is_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(is_name, f.input_scale, {&kF32, 1}, scheme));
@@ -242,7 +239,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
   }
 
   // AWQ pre-quant scale: any scheme.
-  if (given(f.pre_quant_scale)) {
+  if (f.pre_quant_scale.defined()) {
     const DType pd[] = {kF32, DType::kF16, DType::kBF16};
     MOEKIT_RETURN_IF_ERROR(check_dtype(pq_name, f.pre_quant_scale, pd, "a pre-quant scale"));
     const std::string layout = fmt::format("[{0}] or [E_local, {0}]", f.k_name);
@@ -381,9 +378,9 @@ void dequantize_weight(const MoeProblem& problem, const MoeWeights& weights, Gem
     }
     case WeightScale::kGroup: {
       const int64_t group = group_of(problem, spec), G = K / group;
-      const bool has_zero = given(f.zero_point);
+      const bool has_zero = f.zero_point.defined();
       // NVFP4's global scale; 1 otherwise. All products below are exact in double.
-      const double global = given(f.global_scale) ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
+      const double global = f.global_scale.defined() ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
       for (int64_t n = 0; n < N; ++n)
         for (int64_t k = 0; k < K; ++k) {
           const int64_t si = (static_cast<int64_t>(e) * N + n) * G + k / group;
@@ -413,7 +410,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
 
   // AWQ first. The product of a 16- or 32-bit value and a 32-bit scale is exact in double, so
   // rounding it to float later is the same as an fp32 multiply.
-  if (given(f.pre_quant_scale)) {
+  if (f.pre_quant_scale.defined()) {
     const TensorView& pq = f.pre_quant_scale;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
@@ -425,7 +422,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
   switch (spec.act) {
     case ActQuant::kNone: return;
     case ActQuant::kFp8PerTensor:
-      if (!given(f.input_scale)) {
+      if (!f.input_scale.defined()) {
         // Dynamic: one scale for everything passed in. max is order-independent, so the parallel
         // per-row amax followed by a serial max is deterministic.
         std::vector<float> row_amax(static_cast<size_t>(R));

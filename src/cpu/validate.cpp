@@ -42,8 +42,6 @@ int local_expert_of(const MoeProblem& p, const MoeWeights& w, int g) {
 
 namespace {
 
-bool given(const TensorView& t) { return t.data() != nullptr || t.ndim() > 0; }
-
 Status check_problem(const MoeProblem& p) {
   if (p.num_experts < 1) return Status::InvalidArgument(fmt::format("num_experts={} must be at least 1", p.num_experts));
   if (p.hidden < 1) return Status::InvalidArgument(fmt::format("hidden={} must be at least 1", p.hidden));
@@ -81,7 +79,7 @@ Status check_routing(const MoeProblem& p, const MoeInputs& in, int64_t T) {
     if (p.routing.method == RoutingMethod::kDeepSeekV3) {
       const int64_t bias_shape[] = {E};
       MOEKIT_RETURN_IF_ERROR(check_host_tensor("e_score_correction_bias", in.e_score_correction_bias, {DType::kF32, DType::kBF16}, bias_shape));
-    } else if (given(in.e_score_correction_bias)) {
+    } else if (in.e_score_correction_bias.defined()) {
       return Status::InvalidArgument("e_score_correction_bias: given, but only routing method kDeepSeekV3 uses it");
     }
     return Status::Ok();
@@ -143,11 +141,11 @@ Status check_format(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& 
   }
   const bool routed_here = p.input_format == InputFormat::kStandard;
   const int64_t topk_shape[] = {T, K};
-  if (given(out.topk_ids)) {
+  if (out.topk_ids.defined()) {
     if (!routed_here) return Status::InvalidArgument("outputs.topk_ids: given, but only the standard format routes");
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("outputs.topk_ids", out.topk_ids, {DType::kI32}, topk_shape));
   }
-  if (given(out.topk_weights)) {
+  if (out.topk_weights.defined()) {
     if (!routed_here) return Status::InvalidArgument("outputs.topk_weights: given, but only the standard format routes");
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("outputs.topk_weights", out.topk_weights, {DType::kF32}, topk_shape));
   }
@@ -163,15 +161,15 @@ Status check_weights(const MoeProblem& p, const MoeWeights& w) {
     return Status::InvalidArgument(fmt::format("w2: shape [{}] does not match [E_local={}, hidden={}, intermediate={}]",
                                                fmt::join(w.w2.shape(), ", "), EL, H, I));
   const std::initializer_list<DType> bias_types = {DType::kF32, DType::kF16, DType::kBF16};
-  if (given(w.w13_bias)) {
+  if (w.w13_bias.defined()) {
     const int64_t shape[] = {EL, N1};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("w13_bias", w.w13_bias, bias_types, shape));
   }
-  if (given(w.w2_bias)) {
+  if (w.w2_bias.defined()) {
     const int64_t shape[] = {EL, H};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("w2_bias", w.w2_bias, bias_types, shape));
   }
-  if (given(w.expert_map)) {
+  if (w.expert_map.defined()) {
     const int64_t shape[] = {p.num_experts};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("expert_map", w.expert_map, {DType::kI32}, shape));
     for (int g = 0; g < p.num_experts; ++g) {
