@@ -12,6 +12,13 @@
 
 namespace moekit::cpu {
 
+// Checks the problem alone (sizes, option combinations, routing parameters): what MoeRunner::create
+// checks before any tensor is seen.
+Status validate_problem(const MoeProblem& problem);
+
+// Checks the problem and the weights (shapes, dtypes, scale layouts): what prepare_weights checks.
+Status validate_weights(const MoeProblem& problem, const MoeWeights& weights);
+
 // Checks a whole layer call: shapes, dtypes, devices, option combinations, scale layouts.
 Status validate(const MoeProblem& problem, const MoeWeights& weights, const MoeInputs& inputs,
                 const MoeOutputs& outputs);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "moekit/dtype.h"
+#include "moekit/status.h"
 #include "moekit/tensor.h"
 
 namespace moekit {
@@ -98,6 +99,17 @@ enum class InputFormat : uint8_t {
                // gather_index[r]; out[gather_index[r]] += row_weights[r] * expert_e(row)
 };
 std::string_view input_format_name(InputFormat f);
+
+// Names as used by the CLI, explain output and docs ("softmax_topk", "swiglu", ...), and the
+// parsers back (an unknown name is an error listing the known ones).
+std::string_view routing_method_name(RoutingMethod m);
+std::string_view activation_name(Activation a);
+std::string_view gate_up_layout_name(GateUpLayout l);
+Result<RoutingMethod> parse_routing_method(std::string_view s);
+Result<Activation> parse_activation(std::string_view s);
+Result<QuantScheme> parse_quant_scheme(std::string_view s);
+Result<InputFormat> parse_input_format(std::string_view s);
+Result<DType> parse_activation_dtype(std::string_view s);  // f32, f16, bf16
 
 // ---- The problem ---------------------------------------------------------------------------------
 struct MoeProblem {

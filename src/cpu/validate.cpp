@@ -182,6 +182,18 @@ Status check_weights(const MoeProblem& p, const MoeWeights& w) {
 
 }  // namespace
 
+Status validate_problem(const MoeProblem& p) {
+  MOEKIT_RETURN_IF_ERROR(check_problem(p));
+  if (p.input_format == InputFormat::kStandard)
+    MOEKIT_RETURN_IF_ERROR(validate_routing_params(p.routing, p.num_experts, p.top_k).with_context("routing"));
+  return Status::Ok();
+}
+
+Status validate_weights(const MoeProblem& p, const MoeWeights& w) {
+  MOEKIT_RETURN_IF_ERROR(check_problem(p));
+  return check_weights(p, w);
+}
+
 Status validate(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out) {
   MOEKIT_RETURN_IF_ERROR(check_problem(p));
   MOEKIT_RETURN_IF_ERROR(check_weights(p, w));

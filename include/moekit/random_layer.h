@@ -1,0 +1,43 @@
+// A synthetic MoE layer: random weights in the problem's quantization scheme and random inputs in
+// its input format, generated in parallel from a seed (the same seed gives the same bytes on every
+// machine and thread count). Used by `moekit run` on presets, the benchmarks and the tests.
+//
+// Values are uniform (never all zero): weights scaled to about 1/sqrt(fan_in) so activations stay
+// O(1); quantized weights are random codes with scales that give the same magnitude.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moekit/moe_problem.h"
+#include "moekit/status.h"
+#include "moekit/tensor.h"
+
+namespace moekit {
+
+struct RandomLayerOptions {
+  int64_t num_tokens = 1;   // T (Masked: max_m per expert)
+  uint64_t seed = 1;
+  bool biases = false;      // w13_bias and w2_bias
+  bool weights_only = false;  // skip inputs and outputs (e.g. when inputs come from a file)
+};
+
+struct RandomLayer {
+  MoeProblem problem;
+  MoeWeights weights;
+  Tensor hidden, router_logits, e_score_correction_bias, topk_ids, topk_weights, masked_m, expert_offsets,
+      gather_index, row_weights;
+  Tensor out;
+  std::vector<Tensor> storage;  // the weight tensors behind `weights`
+
+  MoeInputs inputs() const;
+  MoeOutputs outputs() const;
+};
+
+// Fails (naming the field) for an invalid problem or when memory cannot be allocated.
+Result<RandomLayer> make_random_layer(const MoeProblem& problem, const RandomLayerOptions& options);
+
+// Fills `t` (any dtype; host) with uniform values in [-scale, scale) from (seed, stream).
+void fill_uniform(const TensorView& t, double scale, uint64_t seed, uint64_t stream);
+
+}  // namespace moekit

@@ -1,0 +1,144 @@
+// The stages of one MoE layer, the data each stage hands to the next, and the registry through which
+// backends plug in stage implementations and whole-layer fused implementations (seed 000's design:
+// fused functions and per-stage functions registered per (input format, backend)).
+//
+//   route        router_logits [T,E]        -> topk_ids [T,K] i32, topk_weights [T,K] f32
+//   build maps   topk_ids (or masked_m, or expert_offsets + gather_index)
+//                                           -> expert_offsets, row_source, row_weight, dest CSR
+//   expand       hidden + row_source        -> gemm1_in [R,H]   (+ weight on input, AWQ, act quant)
+//   gemm1        gemm1_in x w13[e]^T (+bias)-> gemm1_out [R,N1]
+//   activation   gemm1_out                  -> gemm2_in [R,I]   (+ gemm2 AWQ, act quant)
+//   gemm2        gemm2_in x w2[e]^T (+bias) -> gemm2_out [R,H]
+//   finalize     gemm2_out + dest CSR       -> out (combined, no_combine, or masked layout)
+//
+// R is the number of expanded rows actually routed to local experts (expert_offsets[E_local]); buffers
+// are sized for the most R can be (T*K, E_local*max_m, or the Indexed row count).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moekit/moe_problem.h"
+#include "moekit/status.h"
+#include "moekit/tensor.h"
+
+namespace moekit {
+
+enum class Stage : uint8_t { kRoute, kBuildMaps, kExpand, kGemm1, kActivation, kGemm2, kFinalize };
+inline constexpr int kNumStages = 7;
+std::string_view stage_name(Stage s);
+
+enum class BackendKind : uint8_t { kCpu, kCuda };
+std::string_view backend_kind_name(BackendKind b);
+
+// An opaque stream handle (a cudaStream_t for the CUDA backend; ignored by the CPU backend). Kept
+// opaque so that the public headers need no CUDA include.
+struct Stream {
+  void* handle = nullptr;
+};
+
+// The data that flows between stages, carved from the caller's workspace. Each field's producer and
+// consumers are fixed; a fused implementation may skip writing a buffer only if nothing after it
+// reads that buffer.
+struct StageBuffers {
+  // route -> build maps (PreRouted: views of the caller's inputs).
+  TensorView topk_ids;        // [T, K] i32, global expert ids
+  TensorView topk_weights;    // [T, K] f32, without routed_scaling_factor
+  // build maps -> expand, gemm1, gemm2, finalize.
+  TensorView expert_offsets;  // [E_local + 1] i64: rows of local expert e are [off[e], off[e+1])
+  TensorView row_source;      // [R_max] i64: the row of `hidden` (flattened) that row r reads
+  TensorView row_weight;      // [R_max] f32: routing weight of row r (1 for Masked)
+  TensorView dest_offsets;    // [out_rows + 1] i64: output row o sums rows dest_rows[off[o]..off[o+1])
+  TensorView dest_rows;       // [R_max] i64, in (token, slot) order: the fixed summation order
+  // expand -> gemm1 -> activation -> gemm2 -> finalize. The element type is the backend's choice
+  // (the CPU backend keeps float64).
+  TensorView gemm1_in;        // [R_max, H]
+  TensorView gemm1_out;       // [R_max, gemm1_rows]
+  TensorView gemm2_in;        // [R_max, I]
+  TensorView gemm2_out;       // [R_max, H]
+};
+
+// Everything a stage implementation sees.
+struct StageContext {
+  const MoeProblem& problem;
+  const MoeWeights& weights;  // prepared weights
+  const MoeInputs& inputs;
+  const MoeOutputs& outputs;
+  const StageBuffers& buffers;
+  Stream stream;
+};
+
+using StageFn = Status (*)(const StageContext&);
+
+// What a plan knows when it asks whether an implementation applies: the problem, the token count and
+// what the weights provide (explain has no weights, only their traits).
+struct WeightTraits {
+  bool w13_bias = false;
+  bool w2_bias = false;
+  bool w13_input_scale = false;    // static activation scale before gemm1
+  bool w2_input_scale = false;     // static activation scale before gemm2
+  bool w13_pre_quant_scale = false;  // AWQ
+  bool w2_pre_quant_scale = false;
+  bool expert_map = false;
+  static WeightTraits of(const MoeWeights& w);
+};
+
+struct PlanQuery {
+  const MoeProblem& problem;
+  int64_t num_tokens;  // T (Masked: E_local * max_m)
+  WeightTraits weights;
+};
+
+// Why an implementation declines, or nullopt when it accepts.
+using DeclineFn = std::optional<std::string> (*)(const PlanQuery&);
+
+// Implements the contiguous stages [first, last] for the listed input formats. first < last is a
+// fused stage (e.g. gemm1 + activation).
+struct StageImpl {
+  std::string_view name;  // e.g. "cpu.gemm1_activation"
+  BackendKind backend;
+  Stage first;
+  Stage last;
+  std::vector<InputFormat> formats;
+  StageFn run;
+};
+
+// Runs the whole layer in one implementation (seed 000's "fused func"). Tried before the stage
+// pipeline; `declines` says, at plan time, why it does not apply, and then the stages run.
+struct FusedLayerImpl {
+  std::string_view name;
+  BackendKind backend;
+  std::vector<InputFormat> formats;
+  DeclineFn declines;
+  StageFn run;
+};
+
+class Registry {
+ public:
+  // Rejects a duplicate name, first > last, or an empty format list.
+  Status add_stage(StageImpl impl);
+  Status add_fused_layer(FusedLayerImpl impl);
+
+  // The implementation of exactly [first, last] for (format, backend), or nullptr.
+  const StageImpl* find_stage(InputFormat format, BackendKind backend, Stage first, Stage last) const;
+  // Whole-layer implementations for (format, backend), in registration order.
+  std::vector<const FusedLayerImpl*> fused_layers(InputFormat format, BackendKind backend) const;
+  bool has_backend(BackendKind backend) const;
+
+  std::span<const StageImpl> stages() const { return stages_; }
+  std::span<const FusedLayerImpl> fused() const { return fused_; }
+
+ private:
+  std::vector<StageImpl> stages_;
+  std::vector<FusedLayerImpl> fused_;
+};
+
+// The registry with every backend this build has (CPU always; CUDA when built).
+const Registry& default_registry();
+
+}  // namespace moekit

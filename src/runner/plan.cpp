@@ -1,0 +1,191 @@
+// The plan builder: asks the rules (plan_rules.cpp) what should happen and the registry what exists,
+// and writes down both, so `moekit explain` shows exactly what `MoeRunner::run` will do.
+#include "moekit/plan.h"
+
+#include <fmt/format.h>
+
+#include "plan_rules.h"
+
+namespace moekit {
+namespace {
+
+
+// Applies the caller's switch to a rule's decision.
+Decision steer(Decision d, Switch sw) {
+  if (sw == Switch::kOff && d.on) return {false, "FusionControls", "turned off by the caller", false};
+  if (sw == Switch::kOn && !d.on) {
+    if (d.forceable) return {true, "FusionControls", fmt::format("forced on by the caller ({} said: {})", d.rule, d.reason), false};
+    d.reason += " (a request to force it on was refused: it would be wrong, not only slower)";
+  }
+  return d;
+}
+
+struct PipelineBuilder {
+  MoePlan& plan;
+  const Registry& registry;
+
+  FusionDecision& decision(Fusion f) {
+    for (auto& d : plan.fusions)
+      if (d.fusion == f) return d;
+    return plan.fusions.front();  // unreachable: every fusion is decided before the pipeline
+  }
+
+  // Adds the step for [first, last] if the fusion is on and implemented; otherwise turns the fusion
+  // off (saying why) and returns false so the caller adds the stages one by one.
+  bool add_fused(Fusion f, Stage first, Stage last) {
+    FusionDecision& d = decision(f);
+    if (!d.decision.on) return false;
+    const StageImpl* impl = registry.find_stage(plan.problem.input_format, plan.device.backend, first, last);
+    if (impl == nullptr) {
+      d.decision = {false, "registry",
+                    fmt::format("the {} backend registers no fused {}..{} for format={}", backend_kind_name(plan.device.backend),
+                                stage_name(first), stage_name(last), input_format_name(plan.problem.input_format))};
+      return false;
+    }
+    plan.steps.push_back({std::string(impl->name), first, last, impl->run});
+    return true;
+  }
+
+  void add_single(Stage s) {
+    const StageImpl* impl = registry.find_stage(plan.problem.input_format, plan.device.backend, s, s);
+    if (impl == nullptr) {
+      plan.runnable = false;
+      plan.notes.push_back(fmt::format("the {} backend has no implementation of stage {} for format={}",
+                                       backend_kind_name(plan.device.backend), stage_name(s), input_format_name(plan.problem.input_format)));
+      return;
+    }
+    plan.steps.push_back({std::string(impl->name), s, s, impl->run});
+  }
+
+  bool runs(Stage s) const { return plan.stages[static_cast<int>(s)].decision.on; }
+
+  void build() {
+    if (runs(Stage::kRoute) && add_fused(Fusion::kRoutingPrologue, Stage::kRoute, Stage::kBuildMaps)) {
+    } else {
+      if (runs(Stage::kRoute)) add_single(Stage::kRoute);
+      add_single(Stage::kBuildMaps);
+    }
+    add_single(Stage::kExpand);
+    if (!add_fused(Fusion::kGemm1Activation, Stage::kGemm1, Stage::kActivation)) {
+      add_single(Stage::kGemm1);
+      add_single(Stage::kActivation);
+    }
+    if (!add_fused(Fusion::kGemm2Finalize, Stage::kGemm2, Stage::kFinalize)) {
+      add_single(Stage::kGemm2);
+      add_single(Stage::kFinalize);
+    }
+  }
+};
+
+}  // namespace
+
+std::string_view stage_name(Stage s) {
+  switch (s) {
+    case Stage::kRoute: return "route";
+    case Stage::kBuildMaps: return "build_maps";
+    case Stage::kExpand: return "expand";
+    case Stage::kGemm1: return "gemm1";
+    case Stage::kActivation: return "activation";
+    case Stage::kGemm2: return "gemm2";
+    case Stage::kFinalize: return "finalize";
+  }
+  return "unknown";
+}
+
+std::string_view backend_kind_name(BackendKind b) { return b == BackendKind::kCpu ? "cpu" : "cuda"; }
+
+std::string_view fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::kRoutingPrologue: return "routing+prologue";
+    case Fusion::kGemm1Activation: return "gemm1+activation";
+    case Fusion::kGemm2Finalize: return "gemm2+finalize";
+    case Fusion::kWholeLayer: return "whole_layer";
+  }
+  return "unknown";
+}
+
+Switch FusionControls::get(Fusion f) const {
+  switch (f) {
+    case Fusion::kRoutingPrologue: return routing_prologue;
+    case Fusion::kGemm1Activation: return gemm1_activation;
+    case Fusion::kGemm2Finalize: return gemm2_finalize;
+    case Fusion::kWholeLayer: return whole_layer;
+  }
+  return Switch::kAuto;
+}
+
+const FusionDecision& MoePlan::fusion(Fusion f) const {
+  for (const auto& d : fusions)
+    if (d.fusion == f) return d;
+  return fusions.front();
+}
+
+WeightTraits WeightTraits::of(const MoeWeights& w) {
+  return {.w13_bias = w.w13_bias.defined(),
+          .w2_bias = w.w2_bias.defined(),
+          .w13_input_scale = w.w13_input_scale.defined(),
+          .w2_input_scale = w.w2_input_scale.defined(),
+          .w13_pre_quant_scale = w.w13_pre_quant_scale.defined(),
+          .w2_pre_quant_scale = w.w2_pre_quant_scale.defined(),
+          .expert_map = w.expert_map.defined()};
+}
+
+MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTarget& device, const PlanOptions& options,
+                  const Registry& registry) {
+  MoePlan plan;
+  plan.problem = problem;
+  plan.num_tokens = num_tokens;
+  plan.device = device;
+  const rules::RuleInput in{problem, num_tokens, device, options.weights};
+
+  plan.backend = rules::backend_supports_scheme(in);
+  if (plan.backend.on && !registry.has_backend(device.backend))
+    plan.backend = {false, "registry", fmt::format("this build has no {} backend (it registers no implementation)", backend_kind_name(device.backend))};
+  plan.runnable = plan.backend.on;
+
+  for (int s = 0; s < kNumStages; ++s) plan.stages.push_back({Stage(s), rules::stage_runs(in, Stage(s))});
+  plan.fusions.push_back({Fusion::kRoutingPrologue, steer(rules::routing_prologue_fusion(in), options.fusions.routing_prologue)});
+  plan.fusions.push_back({Fusion::kGemm1Activation, steer(rules::gemm1_activation_fusion(in), options.fusions.gemm1_activation)});
+  plan.fusions.push_back({Fusion::kGemm2Finalize, steer(rules::gemm2_finalize_fusion(in), options.fusions.gemm2_finalize)});
+
+  // A whole-layer implementation is tried first; each may decline (seed 000's fused function).
+  Decision whole{false, "whole_layer", ""};
+  const FusedLayerImpl* chosen = nullptr;
+  const auto candidates = registry.fused_layers(problem.input_format, device.backend);
+  if (options.fusions.whole_layer == Switch::kOff) {
+    whole = {false, "FusionControls", "turned off by the caller"};
+  } else if (candidates.empty()) {
+    whole.reason = fmt::format("the {} backend registers no whole-layer implementation for format={}", backend_kind_name(device.backend),
+                               input_format_name(problem.input_format));
+  } else {
+    const PlanQuery query{problem, num_tokens, options.weights};
+    for (const FusedLayerImpl* impl : candidates) {
+      if (auto why = impl->declines(query)) {
+        plan.declined.push_back(fmt::format("{}: {}", impl->name, *why));
+      } else {
+        chosen = impl;
+        break;
+      }
+    }
+    whole = chosen ? Decision{true, "whole_layer", fmt::format("{} accepts this problem", chosen->name)}
+                   : Decision{false, "whole_layer", "every whole-layer implementation declined (see declined)"};
+  }
+  plan.fusions.push_back({Fusion::kWholeLayer, whole});
+
+  if (chosen != nullptr) {
+    const Stage first = plan.stages[0].decision.on ? Stage::kRoute : Stage::kBuildMaps;
+    plan.steps.push_back({std::string(chosen->name), first, Stage::kFinalize, chosen->run});
+    plan.notes.push_back("the whole-layer implementation covers every stage; the stage fusions apply when it declines");
+  } else {
+    PipelineBuilder{plan, registry}.build();
+  }
+
+  const bool act_fused = plan.fusion(Fusion::kGemm1Activation).decision.on;
+  for (auto p : {rules::router_weight_placement(in), rules::routed_scaling_placement(in), rules::gemm1_awq_placement(in),
+                 rules::gemm1_input_quant_placement(in), rules::gemm2_awq_placement(in, act_fused),
+                 rules::gemm2_input_quant_placement(in, act_fused)})
+    if (p) plan.placements.push_back(*p);
+  return plan;
+}
+
+}  // namespace moekit
