@@ -5,6 +5,7 @@
 #include "stages.h"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -33,8 +34,23 @@ int64_t out_rows(const StageContext& c) {
   return p.no_combine ? num_tokens(c) * p.top_k : num_tokens(c);
 }
 
+// n values from element `first` on, as doubles; f32 and bf16 (weights, activations) without the
+// generic per-element decoder, which would dominate the GEMMs.
 void load_doubles(const TensorView& t, int64_t first, int64_t n, double* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = load_element(t.data(), t.dtype(), first + i);
+  if (t.dtype() == DType::kF32) {
+    const float* p = t.data_as<const float>() + first;
+    for (int64_t i = 0; i < n; ++i) dst[i] = p[i];
+  } else if (t.dtype() == DType::kBF16) {
+    const uint16_t* p = t.data_as<const uint16_t>() + first;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      dst[i] = f;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = load_element(t.data(), t.dtype(), first + i);
+  }
 }
 
 void store_row(const TensorView& out, int64_t row, const double* values, int64_t n) {

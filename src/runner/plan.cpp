@@ -37,9 +37,11 @@ struct PipelineBuilder {
     if (!d.decision.on) return false;
     const StageImpl* impl = registry.find_stage(plan.problem.input_format, plan.device.backend, first, last);
     if (impl == nullptr) {
-      d.decision = {false, "registry",
-                    fmt::format("the {} backend registers no fused {}..{} for format={}", backend_kind_name(plan.device.backend),
-                                stage_name(first), stage_name(last), input_format_name(plan.problem.input_format))};
+      // The rule allows it but nothing implements it: keep the rule's reason visible.
+      d.decision.on = false;
+      d.decision.reason = fmt::format("the rule allows it ({}), but the {} backend registers no fused {}..{} for format={}", d.decision.reason,
+                                      backend_kind_name(plan.device.backend), stage_name(first), stage_name(last),
+                                      input_format_name(plan.problem.input_format));
       return false;
     }
     plan.steps.push_back({std::string(impl->name), first, last, impl->run});
@@ -172,7 +174,11 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
   }
   plan.fusions.push_back({Fusion::kWholeLayer, whole});
 
-  if (chosen != nullptr) {
+  if (!registry.has_backend(device.backend)) {
+    plan.notes.push_back(fmt::format("this build registers no {} implementations: the decisions above are the policy its kernels follow; "
+                                     "nothing would run",
+                                     backend_kind_name(device.backend)));
+  } else if (chosen != nullptr) {
     const Stage first = plan.stages[0].decision.on ? Stage::kRoute : Stage::kBuildMaps;
     plan.steps.push_back({std::string(chosen->name), first, Stage::kFinalize, chosen->run});
     plan.notes.push_back("the whole-layer implementation covers every stage; the stage fusions apply when it declines");

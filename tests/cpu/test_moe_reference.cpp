@@ -352,7 +352,7 @@ const char* method_name(RoutingMethod m) {
   return "?";
 }
 
-const char* activation_name(Activation a) {
+const char* act_label(Activation a) {
   switch (a) {
     case Activation::kSwiGLU: return "SwiGLU";
     case Activation::kGeGLU: return "GeGLU";
@@ -567,7 +567,7 @@ TEST(MoeReferenceVsNaive, EveryActivationBothGateUpLayoutsBiasesOnAndOff) {
         s.T = 77;
         s.seed = ++seed;
         Layer L = build(s);
-        run_and_compare(L, std::string(activation_name(a)) +
+        run_and_compare(L, std::string(act_label(a)) +
                                (layout == GateUpLayout::kInterleaved ? " interleaved" : " concatenated") +
                                " b13=" + std::to_string(bias & 1) + " b2=" + std::to_string((bias >> 1) & 1));
       }
@@ -623,7 +623,7 @@ TEST(MoeReferenceVsNaive, PreRoutedFormat) {
       s.T = T;
       s.seed = ++seed;
       Layer L = build(s);
-      run_and_compare(L, std::string("PreRouted ") + activation_name(a) + " T=" + std::to_string(T));
+      run_and_compare(L, std::string("PreRouted ") + act_label(a) + " T=" + std::to_string(T));
     }
   }
 }
@@ -694,7 +694,7 @@ TEST(MoeReferenceVsNaive, MaskedFormatLeavesRowsBeyondMaskedMUntouched) {
       s.seed = ++seed;
       Layer L = build(s);
       run_and_compare(L, "Masked EL=" + std::to_string(c.EL) + " max_m=" + std::to_string(c.max_m) + " " +
-                             activation_name(c.act) + (bias ? " biases" : ""));
+                             act_label(c.act) + (bias ? " biases" : ""));
     }
   }
 }
@@ -811,7 +811,7 @@ TEST(MoeReferenceVsNaive, ApplyRouterWeightOnInputWithTopOne) {
         Layer L = build(s);
         std::vector<double> on_input;
         const std::string what = std::string(input_format_name(f)) + " apply_router_weight_on_input " +
-                                 activation_name(a) + (bias ? " biases" : "");
+                                 act_label(a) + (bias ? " biases" : "");
         ASSERT_NO_FATAL_FAILURE(run_and_compare(L, what, &on_input));
         // Sanity of the test itself: for a nonlinear expert the placement of the weight matters.
         if (a != Activation::kIdentity || bias) {
@@ -922,7 +922,7 @@ TEST(MoeReferenceVsNaive, Bf16ActivationsWithinOneUlp) {
     s.T = 77;
     s.seed = ++seed;
     Layer L = build(s);
-    run_and_compare(L, std::string("bf16 ") + activation_name(a));
+    run_and_compare(L, std::string("bf16 ") + act_label(a));
   }
   // bf16 with no_combine, expert parallelism and DeepSeek routing with bf16 logits.
   Spec s;
@@ -1105,7 +1105,7 @@ TEST(MoeReferenceExact, GateUpLayoutsSelectTheRightRows) {
       L.topk_weights = from_values(kF32, {2, 1}, {1, 0.5});
       L.out = make(kF32, {2, 2});
       poison(L.out);
-      const std::string what = std::string(activation_name(a)) + (inter ? " interleaved" : " concatenated");
+      const std::string what = std::string(act_label(a)) + (inter ? " interleaved" : " concatenated");
       const Status st = cpu::run_reference(L.p, L.weights(), L.inputs(), L.outputs());
       ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
       // SwiGLUClamped: (u + 1) * 64 / 64 = u + 1; the others: u. t0: expert 0, u = x; t1: expert 1, u = 2x.

@@ -94,6 +94,11 @@ CommandAction add_info_command(CLI::App& app) {
   };
 }
 
+int fail(const Status& status) {
+  fmt::print(stderr, "moekit: error: {}\n", status.to_string());
+  return 1;
+}
+
 CommandAction add_pending_command(CLI::App& app, const char* name, const char* description) {
   auto* cmd = app.add_subcommand(name, std::string(description) + " (not implemented yet)");
   cmd->allow_extras();

@@ -5,12 +5,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "moekit/status.h"
+
 namespace moekit::cli {
 
 // What runs once the command line has been parsed; returns the process exit code.
 using CommandAction = std::function<int()>;
 
 CommandAction add_info_command(CLI::App& app);
+CommandAction add_explain_command(CLI::App& app);
+CommandAction add_run_command(CLI::App& app);
+
+// Prints "moekit: error: <status>" to stderr and returns the exit code for a failed command (1).
+int fail(const Status& status);
 // A subcommand whose issue has not landed yet: says so and exits with code 2.
 CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
 

@@ -18,10 +18,10 @@ int main(int argc, char** argv) {
   using namespace moekit::cli;
   std::vector<CommandAction> actions;
   actions.push_back(add_info_command(app));
-  actions.push_back(add_pending_command(app, "run", "Run one MoE layer"));
+  actions.push_back(add_run_command(app));
   actions.push_back(add_pending_command(app, "bench", "Benchmark MoE layers against the floor"));
   actions.push_back(add_pending_command(app, "tune", "Tune kernel choices and write a dispatch table"));
-  actions.push_back(add_pending_command(app, "explain", "Print the fusion plan for a problem"));
+  actions.push_back(add_explain_command(app));
   actions.push_back(add_pending_command(app, "check", "Check a configuration against the CPU reference"));
 
   CLI11_PARSE(app, argc, argv);

@@ -1,0 +1,227 @@
+// `moekit run`: one MoE layer from a preset or explicit shape, on random inputs, on the chosen
+// backend; prints the plan, the time, a checksum and (with --refcheck) the error against the CPU
+// reference.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/float_formats.h"
+#include "moekit/random_layer.h"
+#include "moekit/runner.h"
+#include "problem_options.h"
+
+namespace moekit::cli {
+namespace {
+
+struct RunOptions {
+  ProblemOptions problem;
+  int64_t tokens = 32;
+  uint64_t seed = 1;
+  std::string backend = "auto";
+  int iters = 1;
+  bool refcheck = false;
+  bool biases = false;
+  bool json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Checksum {
+  double sum = 0, abs_sum = 0;
+  int64_t non_finite = 0;
+};
+Checksum checksum(const TensorView& t) {
+  Checksum c;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = load_element(t.data(), t.dtype(), i);
+    if (!std::isfinite(v)) {
+      ++c.non_finite;
+      continue;
+    }
+    c.sum += v;
+    c.abs_sum += std::abs(v);
+  }
+  return c;
+}
+
+// The error of `got` against `want`, normalized by the largest |want| (so one number describes a
+// whole output whatever its scale). Untouched (Masked) rows are compared too: both hold the same
+// poison-free zeros we filled in.
+struct Error {
+  double max_abs = 0, max_ref = 0, normalized = 0;
+  int64_t mismatched = 0, non_finite = 0;
+  bool bitwise = true;
+};
+Error compare(const TensorView& got, const TensorView& want) {
+  Error e;
+  const int64_t bytes = got.storage_bytes();
+  e.bitwise = std::equal(static_cast<const uint8_t*>(got.data()), static_cast<const uint8_t*>(got.data()) + bytes,
+                         static_cast<const uint8_t*>(want.data()));
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = load_element(got.data(), got.dtype(), i), w = load_element(want.data(), want.dtype(), i);
+    if (!std::isfinite(g)) ++e.non_finite;
+    e.max_ref = std::max(e.max_ref, std::abs(w));
+    const double d = std::abs(g - w);
+    if (d > 0) ++e.mismatched;
+    e.max_abs = std::max(e.max_abs, d);
+  }
+  e.normalized = e.max_ref > 0 ? e.max_abs / e.max_ref : e.max_abs;
+  return e;
+}
+
+// The largest normalized error --refcheck accepts: a few units of the output dtype's precision.
+double refcheck_tolerance(DType t) { return t == DType::kF32 ? 1e-5 : t == DType::kF16 ? 4 * 0x1p-11 : 4 * 0x1p-8; }
+
+// Rows routed to this rank's experts: what the GEMMs actually compute (for GFLOP/s).
+int64_t routed_rows(const MoeProblem& p, const RandomLayer& L, const TensorView& topk_ids) {
+  switch (p.input_format) {
+    case InputFormat::kMasked: {
+      int64_t r = 0;
+      for (int64_t e = 0; e < L.masked_m.numel(); ++e) r += L.masked_m.data_as<const int32_t>()[e];
+      return r;
+    }
+    case InputFormat::kIndexed: return L.gather_index.numel();
+    default: {
+      int64_t r = 0;
+      const int64_t end = p.local_expert_begin + p.local_experts();
+      for (int64_t i = 0; i < topk_ids.numel(); ++i) {
+        const int32_t id = topk_ids.data_as<const int32_t>()[i];
+        r += id >= p.local_expert_begin && id < end ? 1 : 0;
+      }
+      return r;
+    }
+  }
+}
+
+int run(const RunOptions& o) {
+  auto problem = o.problem.resolve();
+  if (!problem.ok()) return fail(problem.status());
+  auto fusions = o.problem.fusion_controls();
+  if (!fusions.ok()) return fail(fusions.status());
+  auto backend = parse_backend_choice(o.backend);
+  if (!backend.ok()) return fail(backend.status());
+  if (o.tokens < 0) return fail(Status::InvalidArgument(fmt::format("--tokens={} must be >= 0", o.tokens)));
+  if (o.iters < 1) return fail(Status::InvalidArgument(fmt::format("--iters={} must be >= 1", o.iters)));
+  const MoeProblem& p = *problem;
+
+  auto runner = MoeRunner::create(p, {.backend = *backend, .fusions = *fusions});
+  if (!runner.ok()) return fail(runner.status());
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto layer = make_random_layer(p, {.num_tokens = o.tokens, .seed = o.seed, .biases = o.biases});
+  if (!layer.ok()) return fail(layer.status());
+  int64_t weight_bytes = 0;
+  for (const auto& t : layer->storage) weight_bytes += t.storage_bytes();
+  const double gen_s = seconds_since(t0);
+
+  auto prepared = runner->prepare_weights(layer->weights);
+  if (!prepared.ok()) return fail(prepared.status());
+  const MoeInputs in = layer->inputs();
+  auto ws_bytes = runner->workspace_size(in);
+  if (!ws_bytes.ok()) return fail(ws_bytes.status());
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)});
+  if (!ws.ok()) return fail(ws.status());
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
+
+  // Masked rows at or beyond masked_m stay untouched: start from zeros so checksums are defined.
+  std::fill_n(static_cast<uint8_t*>(layer->out.data()), layer->out.storage_bytes(), 0);
+  // The routing decision, to count the rows the GEMMs compute (Standard routes inside the layer).
+  Tensor ids;
+  MoeOutputs outputs = layer->outputs();
+  if (p.input_format == InputFormat::kStandard) {
+    auto t = Tensor::empty(DType::kI32, {in.hidden.size(0), int64_t{p.top_k}});
+    if (!t.ok()) return fail(t.status());
+    ids = std::move(t).value();
+    outputs.topk_ids = ids.view();
+  }
+  std::vector<double> times;
+  for (int i = 0; i < o.iters; ++i) {
+    t0 = std::chrono::steady_clock::now();
+    const Status s = runner->run(*prepared, in, outputs, workspace);
+    if (!s.ok()) return fail(s);
+    times.push_back(seconds_since(t0));
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const int64_t rows = routed_rows(p, *layer, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids);
+  const double flops = 2.0 * static_cast<double>(rows) * (static_cast<double>(p.gemm1_rows()) * p.hidden + static_cast<double>(p.hidden) * p.intermediate);
+  const Checksum cs = checksum(layer->out);
+  const MoePlan plan = runner->plan(in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0),
+                                    WeightTraits::of(layer->weights));
+
+  std::optional<Error> err;
+  if (o.refcheck) {
+    auto ref = Tensor::empty(layer->out.dtype(), layer->out.shape());
+    if (!ref.ok()) return fail(ref.status());
+    std::fill_n(static_cast<uint8_t*>(ref->data()), ref->storage_bytes(), 0);
+    MoeOutputs ro;
+    ro.out = ref->view();
+    const Status s = cpu::run_reference(p, layer->weights, in, ro);
+    if (!s.ok()) return fail(s.with_context("reference"));
+    err = compare(layer->out, ref->view());
+  }
+  const double tol = refcheck_tolerance(p.activation_dtype);
+  const bool ref_ok = !err || (err->non_finite == 0 && err->normalized <= tol);
+  std::string steps;
+  for (const auto& st : plan.steps) steps += (steps.empty() ? "" : " -> ") + st.kernel;
+  const std::string repro = fmt::format("moekit run{} --tokens {} --seed {} --backend {} --iters {}{}{}", o.problem.describe(), o.tokens,
+                                        o.seed, o.backend, o.iters, o.refcheck ? " --refcheck" : "", o.biases ? " --biases" : "");
+
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["problem"] = nlohmann::ordered_json::parse(plan_to_json(plan))["problem"];
+    j["device"] = runner->device().name;
+    j["steps"] = steps;
+    j["time_s"] = {{"median", median}, {"min", sorted.front()}, {"max", sorted.back()}, {"runs", o.iters}};
+    j["gflops"] = median > 0 ? flops / median / 1e9 : 0.0;
+    j["checksum"] = {{"sum", cs.sum}, {"abs_sum", cs.abs_sum}, {"non_finite", cs.non_finite}};
+    if (err)
+      j["refcheck"] = {{"max_abs", err->max_abs}, {"normalized", err->normalized}, {"tolerance", tol}, {"bitwise_identical", err->bitwise},
+                       {"mismatched", err->mismatched}, {"passed", ref_ok}};
+    j["repro"] = repro;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("problem   {}\n", plan_to_text(plan).substr(11, plan_to_text(plan).find('\n') - 11));
+    fmt::print("device    {}  [{}] {}\n", runner->device().name, runner->device_decision().rule, runner->device_decision().reason);
+    fmt::print("plan      {}\n", steps);
+    fmt::print("weights   {:.3f} GB random (seed {}) in {:.2f} s; workspace {:.1f} MB\n", weight_bytes / 1e9, o.seed, gen_s, *ws_bytes / 1e6);
+    fmt::print("time      median {:.3f} ms over {} run{} (min {:.3f}, max {:.3f}); {:.2f} GFLOP/s ({} routed rows)\n", median * 1e3, o.iters,
+               o.iters > 1 ? "s" : "", sorted.front() * 1e3, sorted.back() * 1e3, median > 0 ? flops / median / 1e9 : 0.0, rows);
+    fmt::print("checksum  sum {:.6e}  sum|x| {:.6e}  non-finite {}  (out {} [{}])\n", cs.sum, cs.abs_sum, cs.non_finite,
+               dtype_name(layer->out.dtype()), fmt::join(layer->out.shape(), ", "));
+    if (err)
+      fmt::print("refcheck  vs cpu::run_reference: max|diff| {:.3e} = {:.3e} of max|ref| (tolerance {:.1e}); {} of {} elements differ{}: {}\n",
+                 err->max_abs, err->normalized, tol, err->mismatched, layer->out.numel(), err->bitwise ? " (bitwise identical)" : "",
+                 ref_ok ? "PASSED" : "FAILED");
+    fmt::print("repro     {}\n", repro);
+  }
+  return ref_ok ? 0 : 3;
+}
+
+}  // namespace
+
+CommandAction add_run_command(CLI::App& app) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run one MoE layer (random inputs) and print time, checksum and, with --refcheck, the error");
+  opts->problem.add_to(*cmd);
+  cmd->add_option("--tokens,-T", opts->tokens, "token count T (Masked: max_m per expert)");
+  cmd->add_option("--seed", opts->seed, "seed of the random weights and inputs");
+  cmd->add_option("--backend", opts->backend, "auto (the GPU when present), cpu, cuda");
+  cmd->add_option("--iters", opts->iters, "timed runs (the median is reported)");
+  cmd->add_flag("--refcheck", opts->refcheck, "compare with the CPU reference (exit code 3 when over tolerance)");
+  cmd->add_flag("--biases", opts->biases, "random gemm1/gemm2 biases");
+  cmd->add_flag("--json", opts->json, "print JSON");
+  return [cmd, opts]() { return cmd->parsed() ? run(*opts) : -1; };
+}
+
+}  // namespace moekit::cli
