@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "moekit/plan.h"
 #include "moekit/system_info.h"
 
 namespace moekit::cli {
@@ -42,7 +43,9 @@ nlohmann::ordered_json to_json(const BuildInfo& b, const SystemInfo& s) {
                             {"sm_clock_khz", d.sm_clock_khz},
                             {"pci_bus_id", d.pci_bus_id}});
   }
-  j["backend"] = s.devices.empty() ? "cpu" : "cuda";
+  const auto sel = select_device(BackendChoice::kAuto, default_registry());
+  j["backend"] = backend_kind_name(sel->device.backend);
+  j["backend_reason"] = sel->decision.reason;
   if (s.devices.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
   return j;
 }
@@ -72,7 +75,8 @@ void print_text(const BuildInfo& b, const SystemInfo& s) {
                d.shared_memory_per_block_optin_bytes / 1024, d.shared_memory_per_sm_bytes / 1024);
     if (!d.pci_bus_id.empty()) fmt::print("  PCI bus            : {}\n", d.pci_bus_id);
   }
-  fmt::print("backend: cuda (device 0)\n");
+  const auto sel = select_device(BackendChoice::kAuto, default_registry());
+  fmt::print("MoE backend: {} ({})\n", backend_kind_name(sel->device.backend), sel->decision.reason);
 }
 
 }  // namespace
