@@ -2,13 +2,12 @@
 #include "moekit/checkpoint.h"
 
 #include <climits>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "io/checkpoint_config.h"
 #include "io/checkpoint_loader.h"
+#include "io/json_file.h"
 #include "moekit/float_formats.h"
 #include "moekit/safetensors.h"
 
@@ -17,25 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-Result<json> read_config(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    return fs::exists(path, ec) ? Status::IoError(fmt::format("{}: cannot open", path.string()))
-                                : Status::NotFound(fmt::format("{}: no such file", path.string()));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
-  }
-  if (!j.is_object()) return Status::InvalidArgument(fmt::format("{}: must be a JSON object, got a {}", path.string(), j.type_name()));
-  return j;
-}
 
 bool is_activation_dtype(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
 
@@ -89,7 +69,7 @@ Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const Che
   if (config_path.empty() && is_dir && fs::exists(path / "config.json", ec)) config_path = path / "config.json";
   json config;
   if (!config_path.empty()) {
-    auto j = read_config(config_path);
+    auto j = io::read_json_object(config_path);
     if (!j.ok()) return j.status();
     config = std::move(j).value();
   }

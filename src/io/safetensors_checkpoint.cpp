@@ -1,12 +1,11 @@
 // Sharded safetensors checkpoints: model.safetensors.index.json and shards opened on demand.
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_file.h"
 #include "moekit/safetensors.h"
 
 namespace moekit {
@@ -49,23 +48,12 @@ struct SafetensorsCheckpoint::Impl {
   Status open_index(const fs::path& index) {
     sharded = true;
     dir = index.parent_path();
-    std::ifstream in(index, std::ios::binary);
-    if (!in) {
-      std::error_code ec;
-      const std::string msg = fmt::format("{}: cannot open", index.string());
-      return fs::exists(index, ec) ? Status::IoError(msg) : Status::NotFound(msg + ": no such file");
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    json j;
-    try {
-      j = json::parse(text.str());
-    } catch (const json::exception& e) {
-      return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", index.string(), e.what()));
-    }
-    const auto wm = j.is_object() ? j.find("weight_map") : j.end();
-    if (!j.is_object() || wm == j.end() || !wm->is_object())
-      return Status::InvalidArgument(fmt::format("{}: must be a JSON object with a \"weight_map\" object", index.string()));
+    auto parsed = io::read_json_object(index);
+    if (!parsed.ok()) return parsed.status();
+    const json& j = *parsed;
+    const auto wm = j.find("weight_map");
+    if (wm == j.end() || !wm->is_object())
+      return Status::InvalidArgument(fmt::format("{}: must have a \"weight_map\" object", index.string()));
     for (const auto& [name, shard] : wm->items()) {
       if (!shard.is_string())
         return Status::InvalidArgument(fmt::format("{}: weight_map['{}'] must be a file name string, got {}", index.string(), name, shard.dump()));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -166,6 +167,16 @@ inline Vec gpt_oss_expert(const Matrix& w13, const Vec& b13, const Matrix& w2, c
   }
   Vec y = w2.times(h);
   for (size_t i = 0; i < y.size(); ++i) y[i] += b2[i];
+  return y;
+}
+
+// The layer's output for one token: sum over the route of weight * expert(e).
+inline Vec combine(const Route& route, size_t hidden, const std::function<Vec(int e)>& expert) {
+  Vec y(hidden, 0.0);
+  for (const auto& [e, weight] : route) {
+    const Vec o = expert(e);
+    for (size_t h = 0; h < hidden; ++h) y[h] += weight * o[h];
+  }
   return y;
 }
 

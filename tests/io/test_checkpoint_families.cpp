@@ -149,13 +149,10 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   EXPECT_TRUE(has_note(layer, "stacked from 12 per-expert tensors"));
 
   expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
-    hf::Vec y(64, 0.0);
-    for (const auto& [e, weight] : hf::softmax_topk(logits, 2, /*renormalize=*/true)) {
+    return hf::combine(hf::softmax_topk(logits, 2, /*renormalize=*/true), 64, [&](int e) {
       const std::string ex = fmt::format("{}experts.{}.", pre, e);
-      const hf::Vec o = hf::swiglu_expert(hf::matrix(w[ex + "w1.weight"]), hf::matrix(w[ex + "w3.weight"]), hf::matrix(w[ex + "w2.weight"]), x);
-      for (size_t h = 0; h < y.size(); ++h) y[h] += weight * o[h];
-    }
-    return y;
+      return hf::swiglu_expert(hf::matrix(w[ex + "w1.weight"]), hf::matrix(w[ex + "w3.weight"]), hf::matrix(w[ex + "w2.weight"]), x);
+    });
   }, kNmseBf16);
 }
 
@@ -163,14 +160,11 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
 
 TokenOracle qwen_oracle(const CheckpointWriter& w, int layer, const Sizes& s, bool renormalize, double scale = 1.0) {
   return [&w, layer, s, renormalize, scale](const hf::Vec& x, const hf::Vec& logits) {
-    hf::Vec y(static_cast<size_t>(s.H), 0.0);
-    for (const auto& [e, weight] : hf::softmax_topk(logits, static_cast<int>(s.K), renormalize, scale)) {
+    return hf::combine(hf::softmax_topk(logits, static_cast<int>(s.K), renormalize, scale), static_cast<size_t>(s.H), [&](int e) {
       const std::string ex = fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
-      const hf::Vec o = hf::swiglu_expert(hf::matrix(w[ex + "gate_proj.weight"]), hf::matrix(w[ex + "up_proj.weight"]),
-                                          hf::matrix(w[ex + "down_proj.weight"]), x);
-      for (size_t h = 0; h < y.size(); ++h) y[h] += weight * o[h];
-    }
-    return y;
+      return hf::swiglu_expert(hf::matrix(w[ex + "gate_proj.weight"]), hf::matrix(w[ex + "up_proj.weight"]),
+                               hf::matrix(w[ex + "down_proj.weight"]), x);
+    });
   };
 }
 
@@ -302,14 +296,11 @@ TEST(CheckpointDeepSeekV3, Fp8BlockWeightsScalesAndGroupedRouting) {
   // Activations are quantized to e4m3 per 1x128 block (fp8_block); transformers' dequantized-weight
   // computation does not, hence the looser bound.
   expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
-    hf::Vec y(256, 0.0);
-    for (const auto& [e, weight] : hf::deepseek_v3(logits, bias, 2, 2, 1, true, 2.5)) {
+    return hf::combine(hf::deepseek_v3(logits, bias, 2, 2, 1, true, 2.5), 256, [&](int e) {
       const std::string ex = fmt::format("{}experts.{}.", pre, e);
       auto deq = [&](const char* proj) { return hf::dequant_fp8_block(w[ex + proj + ".weight"], w[ex + proj + ".weight_scale_inv"]); };
-      const hf::Vec o = hf::swiglu_expert(deq("gate_proj"), deq("up_proj"), deq("down_proj"), x);
-      for (size_t h = 0; h < y.size(); ++h) y[h] += weight * o[h];
-    }
-    return y;
+      return hf::swiglu_expert(deq("gate_proj"), deq("up_proj"), deq("down_proj"), x);
+    });
   }, 1e-2);
 
   MOEKIT_EXPECT_ERROR(load_moe_layer(w.path(), 0).status(), StatusCode::kInvalidArgument,
@@ -403,15 +394,12 @@ TEST(CheckpointGptOss, Mxfp4BlocksAndScalesAreZeroCopyViews) {
 
   const double limit = 7.0, alpha = 1.702;
   expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
-    hf::Vec y(64, 0.0);
-    for (const auto& [e, weight] : hf::gpt_oss(logits, 2)) {
-      const hf::Vec o = hf::gpt_oss_expert(hf::dequant_mxfp4(w[ex + "gate_up_proj_blocks"], w[ex + "gate_up_proj_scales"], e),
-                                           hf::vector(w[ex + "gate_up_proj_bias"], e),
-                                           hf::dequant_mxfp4(w[ex + "down_proj_blocks"], w[ex + "down_proj_scales"], e),
-                                           hf::vector(w[ex + "down_proj_bias"], e), x, alpha, limit);
-      for (size_t h = 0; h < y.size(); ++h) y[h] += weight * o[h];
-    }
-    return y;
+    return hf::combine(hf::gpt_oss(logits, 2), 64, [&](int e) {
+      return hf::gpt_oss_expert(hf::dequant_mxfp4(w[ex + "gate_up_proj_blocks"], w[ex + "gate_up_proj_scales"], e),
+                                hf::vector(w[ex + "gate_up_proj_bias"], e),
+                                hf::dequant_mxfp4(w[ex + "down_proj_blocks"], w[ex + "down_proj_scales"], e),
+                                hf::vector(w[ex + "down_proj_bias"], e), x, alpha, limit);
+    });
   }, kNmseBf16);
 }
 
@@ -444,14 +432,11 @@ TEST(CheckpointGptOss, DequantizedBf16IsTransposedIntoOwnedTensors) {
   EXPECT_TRUE(has_note(layer, "transposed into owned tensors"));
 
   expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
-    hf::Vec y(64, 0.0);
-    for (const auto& [e, weight] : hf::gpt_oss(logits, 2)) {
-      // GptOssExperts: x @ gate_up_proj[e] with gate_up_proj [H, 2I] (in x out).
-      const hf::Vec o = hf::gpt_oss_expert(hf::matrix(gu, e).transposed(), hf::vector(w[ex + "gate_up_proj_bias"], e),
-                                           hf::matrix(down, e).transposed(), hf::vector(w[ex + "down_proj_bias"], e), x, 1.702, 7.0);
-      for (size_t h = 0; h < y.size(); ++h) y[h] += weight * o[h];
-    }
-    return y;
+    // GptOssExperts: x @ gate_up_proj[e] with gate_up_proj [H, 2I] (in x out).
+    return hf::combine(hf::gpt_oss(logits, 2), 64, [&](int e) {
+      return hf::gpt_oss_expert(hf::matrix(gu, e).transposed(), hf::vector(w[ex + "gate_up_proj_bias"], e),
+                                hf::matrix(down, e).transposed(), hf::vector(w[ex + "down_proj_bias"], e), x, 1.702, 7.0);
+    });
   }, kNmseBf16);
 }
 
