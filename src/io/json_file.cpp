@@ -23,8 +23,14 @@ Result<nlohmann::json> read_json_object(const std::filesystem::path& path) {
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
   }
-  if (!j.is_object()) return Status::InvalidArgument(fmt::format("{}: must be a JSON object, got a {}", path.string(), j.type_name()));
+  if (!j.is_object()) return Status::InvalidArgument(fmt::format("{}: must be a JSON object, got {}", path.string(), json_kind(j)));
   return j;
+}
+
+std::string json_kind(const nlohmann::json& j) {
+  if (j.is_null()) return "null";
+  const std::string type = j.type_name();
+  return (type[0] == 'a' || type[0] == 'o' ? "an " : "a ") + type;
 }
 
 }  // namespace moekit::io

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_file.h"
 #include "io/mapped_file.h"
 #include "io/safetensors_dtypes.h"
 
@@ -22,8 +23,6 @@ using json = nlohmann::json;
 
 // The reference implementation (huggingface/safetensors) refuses larger headers.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-
-std::string_view json_type(const json& j) { return j.type_name(); }
 
 // A non-negative JSON integer that fits int64_t, or nullopt.
 std::optional<int64_t> as_index(const json& j) {
@@ -44,10 +43,10 @@ class HeaderParser {
 
   Status parse_metadata(const json& value, std::map<std::string, std::string>& metadata) const {
     if (!value.is_object())
-      return fail(fmt::format("__metadata__ must be an object mapping strings to strings, got a {}", json_type(value)));
+      return fail(fmt::format("__metadata__ must be an object mapping strings to strings, got {}", io::json_kind(value)));
     for (const auto& [k, v] : value.items()) {
       if (!v.is_string())
-        return fail(fmt::format("__metadata__['{}'] must be a string, got a {} ({})", k, json_type(v), v.dump()));
+        return fail(fmt::format("__metadata__['{}'] must be a string, got {} ({})", k, io::json_kind(v), v.dump()));
       metadata[k] = v.get<std::string>();
     }
     return Status::Ok();
@@ -55,7 +54,7 @@ class HeaderParser {
 
   Status parse_tensor(const std::string& name, const json& value, SafetensorsTensorInfo& info) const {
     info.name = name;
-    if (!value.is_object()) return fail_tensor(name, fmt::format("entry must be an object, got a {}", json_type(value)));
+    if (!value.is_object()) return fail_tensor(name, fmt::format("entry must be an object, got {}", io::json_kind(value)));
     const auto dtype_it = value.find("dtype");
     if (dtype_it == value.end()) return fail_tensor(name, "missing \"dtype\"");
     if (!dtype_it->is_string()) return fail_tensor(name, fmt::format("\"dtype\" must be a string, got {}", dtype_it->dump()));
@@ -184,7 +183,7 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path)
   } catch (const json::exception& e) {
     return Status::InvalidArgument(fmt::format("{}: header is not valid JSON: {}", file, e.what()));
   }
-  if (!header.is_object()) return Status::InvalidArgument(fmt::format("{}: header must be a JSON object, got a {}", file, header.type_name()));
+  if (!header.is_object()) return Status::InvalidArgument(fmt::format("{}: header must be a JSON object, got {}", file, io::json_kind(header)));
   if (!duplicate.empty()) return Status::InvalidArgument(fmt::format("{}: header names '{}' more than once", file, duplicate));
 
   HeaderParser parser(file, data_size);
