@@ -43,9 +43,9 @@ struct SafetensorsTensorInfo {
   int64_t numel() const;
 };
 
-// A safetensors file opened read-only and mapped into memory (POSIX mmap, MAP_PRIVATE). Views point
-// into the mapping; writing through one changes only this process's copy of the page, never the file.
-// The mapping lives as long as the object; move-only.
+// A safetensors file opened read-only and mapped into memory (POSIX mmap, PROT_READ). Views point
+// into the mapping and are read-only: writing through one is a memory fault. Copy a tensor
+// (copy_tensor) to modify it. The mapping lives as long as the object; move-only.
 class SafetensorsFile {
  public:
   // Opens, maps and validates the whole header. Errors name the file, the tensor and the value.

@@ -13,8 +13,8 @@
 namespace moekit {
 
 // Reads a .npy file, or the tensor called `name` from a .safetensors file (with an empty `name`, the
-// file's only tensor; a file with several needs a name). A safetensors tensor is not copied: the
-// returned Tensor keeps the file mapped (writes to it stay private to the process).
+// file's only tensor; a file with several needs a name). Either way the result is an ordinary,
+// writable host tensor (a safetensors tensor is copied out of the read-only mapping).
 Result<Tensor> read_tensor_file(const std::filesystem::path& path, std::string_view name = {});
 
 // Writes `tensor` (host, contiguous) to a .npy file, or to a .safetensors file as the one tensor

@@ -87,6 +87,11 @@ Status load_per_expert_layer(LayerLoader& L) {
     return Status::InvalidArgument(fmt::format("{} says quant_method=fp8, but '{}' is {}, not F8_E4M3", c.config_name, weight(0, kGate),
                                                *safetensors_dtype_name(wdt)));
   }
+  // w13's 128-row scale blocks are gate's blocks then up's: they line up only if I is a multiple of 128.
+  if (*c.quant == QuantScheme::kFp8Block && I % kFp8Block != 0)
+    return Status::Unsupported(fmt::format("fp8_block: {}={} is not a multiple of 128, so the gate and up scale blocks cannot form w13's "
+                                           "128-row blocks",
+                                           c.intermediate_key, I));
   if (L.contains(weight(E, kGate)))
     return Status::InvalidArgument(fmt::format("'{}' exists but {}={}: the checkpoint has more experts than the config", weight(E, kGate),
                                                c.num_experts_key, E));
@@ -102,11 +107,6 @@ Status load_per_expert_layer(LayerLoader& L) {
   L.add_source("w2", fmt::format("{}{}.weight", experts, proj[kDown]), true);
 
   if (*c.quant == QuantScheme::kFp8Block) {
-    // w13's 128-row scale blocks are gate's blocks then up's: they line up only if I is a multiple of 128.
-    if (I % kFp8Block != 0)
-      return Status::Unsupported(fmt::format("fp8_block: {}={} is not a multiple of 128, so the gate and up scale blocks cannot form w13's "
-                                             "128-row blocks",
-                                             c.intermediate_key, I));
     auto s0 = L.require(scale(0, kGate), floats, {ceil_div(I, kFp8Block), ceil_div(H, kFp8Block)}, "[ceil(I/128), ceil(H/128)]");
     if (!s0.ok()) return s0.status();
     const DType sdt = s0->dtype();

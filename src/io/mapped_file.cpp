@@ -43,7 +43,7 @@ Result<MappedFile> MappedFile::map(const std::filesystem::path& path) {
   MappedFile m;
   m.size_ = static_cast<size_t>(st.st_size);
   if (m.size_ > 0) {
-    void* p = ::mmap(nullptr, m.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

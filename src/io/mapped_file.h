@@ -12,8 +12,8 @@ namespace moekit::io {
 
 class MappedFile {
  public:
-  // Maps `path` with MAP_PRIVATE: readable, and writable copy-on-write (a write changes this
-  // process's page only, never the file). An empty file maps to an empty span.
+  // Maps `path` read-only (PROT_READ, MAP_PRIVATE): the pages come from the page cache and count
+  // against no memory commit, however large the file. An empty file maps to an empty span.
   static Result<MappedFile> map(const std::filesystem::path& path);
 
   MappedFile() = default;

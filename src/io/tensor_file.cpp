@@ -1,6 +1,5 @@
 #include "moekit/tensor_file.h"
 
-#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -36,17 +35,18 @@ Result<Tensor> read_tensor_file(const std::filesystem::path& path, std::string_v
     case FileKind::kSafetensors: {
       auto file = SafetensorsFile::open(path);
       if (!file.ok()) return file.status();
-      auto shared = std::make_shared<SafetensorsFile>(std::move(file).value());
       std::string chosen(name);
       if (chosen.empty()) {
-        if (shared->tensors().size() != 1)
-          return Status::InvalidArgument(
-              fmt::format("{}: holds {} tensors; name the one to read", path.string(), shared->tensors().size()));
-        chosen = shared->tensors().front().name;
+        if (file->tensors().size() != 1)
+          return Status::InvalidArgument(fmt::format("{}: holds {} tensors; name the one to read", path.string(), file->tensors().size()));
+        chosen = file->tensors().front().name;
       }
-      auto view = shared->view(chosen);
+      auto view = file->view(chosen);
       if (!view.ok()) return view.status();
-      return Tensor::adopt(*view, std::move(shared));
+      auto tensor = Tensor::empty(view->dtype(), view->shape());
+      if (!tensor.ok()) return tensor.status().with_context(path.string());
+      MOEKIT_RETURN_IF_ERROR(copy_tensor(*tensor, *view));
+      return tensor;
     }
     case FileKind::kUnknown: break;
   }

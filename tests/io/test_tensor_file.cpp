@@ -22,6 +22,7 @@ TEST(TensorFile, ReadsByNameAndWritesByExtension) {
   auto got = read_tensor_file(dir / "in.safetensors", "router_logits");
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   EXPECT_TRUE(testing::same_bytes(*got, l));
+  got->data_as<float>()[0] = 1.0f;  // an ordinary writable tensor, not a view of the read-only mapping
   MOEKIT_EXPECT_ERROR(read_tensor_file(dir / "in.safetensors").status(), StatusCode::kInvalidArgument, "holds 2 tensors");
 
   ASSERT_TRUE(write_tensor_file(dir / "out.safetensors", h.view()).ok());
