@@ -32,8 +32,8 @@ struct CheckpointOptions {
   // The config.json model_type. Required when there is no config.json; otherwise, when given, it
   // must agree with config.json.
   std::string model_type;
-  // A config.json to use with a single .safetensors file. A directory always uses its own
-  // config.json, when it has one.
+  // The config.json to use. Default: a directory's own config.json; none for a single
+  // .safetensors file.
   std::filesystem::path config_path;
   // K. 0: the config's num_experts_per_tok (required without a config).
   int top_k = 0;

@@ -206,8 +206,8 @@ Result<LayerConfig> read_layer_config(const json* config, const std::string& con
 
   const auto config_type = r.string("model_type");
   MOEKIT_RETURN_IF_ERROR(r.status());
-  if (c.has_config && !config_type)
-    return Status::InvalidArgument(fmt::format("{}: has no model_type", c.config_name));
+  if (c.has_config && !config_type && options.model_type.empty())
+    return Status::InvalidArgument(fmt::format("{}: has no model_type (give CheckpointOptions::model_type)", c.config_name));
   if (config_type && !options.model_type.empty() && *config_type != options.model_type)
     return Status::InvalidArgument(
         fmt::format("model_type '{}' given in the options, but {} says '{}'", options.model_type, c.config_name, *config_type));

@@ -101,6 +101,7 @@ TEST(CheckpointErrors, ModelTypes) {
                       "model_type 'qwen3_moe' given in the options", "says 'mixtral'");
   w.write_config(R"({"hidden_size": 64})");
   MOEKIT_EXPECT_ERROR(load_moe_layer(w.path(), 1).status(), StatusCode::kInvalidArgument, "config.json: has no model_type");
+  EXPECT_TRUE(load_moe_layer(w.path(), 1, {.model_type = "mixtral", .top_k = 2}).ok()) << "the options can supply it";
 }
 
 TEST(CheckpointErrors, MalformedConfig) {
