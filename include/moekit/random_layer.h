@@ -19,7 +19,8 @@ struct RandomLayerOptions {
   int64_t num_tokens = 1;   // T (Masked: max_m per expert)
   uint64_t seed = 1;
   bool biases = false;      // w13_bias and w2_bias
-  bool weights_only = false;  // skip inputs and outputs (e.g. when inputs come from a file)
+  bool weights_only = false;  // skip inputs and outputs
+  bool inputs_only = false;   // skip weights (e.g. when they come from a checkpoint)
 };
 
 struct RandomLayer {

@@ -250,9 +250,11 @@ Result<RandomLayer> make_random_layer(const MoeProblem& problem, const RandomLay
   L.problem = problem;
   const MoeProblem& p = problem;
   MoeWeights& w = L.weights;
-  MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.gemm1_rows(), p.hidden, &w.w13, &w.w13_scale, &w.w13_global_scale, &w.w13_input_scale}, o.seed, 1));
-  MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.hidden, p.intermediate, &w.w2, &w.w2_scale, &w.w2_global_scale, &w.w2_input_scale}, o.seed, 2));
-  if (o.biases) {
+  if (!o.inputs_only) {
+    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.gemm1_rows(), p.hidden, &w.w13, &w.w13_scale, &w.w13_global_scale, &w.w13_input_scale}, o.seed, 1));
+    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.hidden, p.intermediate, &w.w2, &w.w2_scale, &w.w2_global_scale, &w.w2_input_scale}, o.seed, 2));
+  }
+  if (o.biases && !o.inputs_only) {
     for (auto [view, n, stream] : {std::tuple{&w.w13_bias, int64_t{p.gemm1_rows()}, 3}, std::tuple{&w.w2_bias, int64_t{p.hidden}, 4}}) {
       auto t = alloc(DType::kF32, {p.local_experts(), n});
       if (!t.ok()) return t.status();
