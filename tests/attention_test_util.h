@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "moekit/attention.h"
 #include "moekit/float_formats.h"
 #include "moekit/tensor.h"
@@ -22,9 +20,10 @@ struct AttnCase {
   DType dtype = DType::kF32;
   float scale = 0.0f;
 
-  std::string name() const {
-    return fmt::format("B={} Hq={} Hkv={} Lq={} D={} Nctx={} Nbuf_max={} {}", batch, q_heads, kv_heads, q_len, head_dim, ctx, cap,
-                       dtype_name(dtype));
+  std::string name() const {  // (no fmt: this header is compiled by nvcc too)
+    return "B=" + std::to_string(batch) + " Hq=" + std::to_string(q_heads) + " Hkv=" + std::to_string(kv_heads) +
+           " Lq=" + std::to_string(q_len) + " D=" + std::to_string(head_dim) + " Nctx=" + std::to_string(ctx) +
+           " Nbuf_max=" + std::to_string(cap) + " " + std::string(dtype_name(dtype));
   }
   AttentionParams params() const {
     return {.batch = batch, .num_q_heads = q_heads, .num_kv_heads = kv_heads, .q_len = q_len, .head_dim = head_dim,

@@ -154,7 +154,7 @@ class SharedContextCache {
 
   const SharedContextCacheConfig& config() const { return config_; }
   int64_t context_len() const { return context_len_; }
-  std::span<const int32_t> buffer_lengths() const { return lengths_; }  // host copy of buf_len
+  std::span<const int32_t> buffer_lengths() const { return {lengths_.data(), lengths_.size()}; }  // host copy of buf_len
 
   // Views for the attention call: context [Hkv, Nctx, D], buffers, lengths (on the cache's device).
   AttentionInputs inputs(const TensorView& q) const;

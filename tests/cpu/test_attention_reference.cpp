@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "attention_test_util.h"
 #include "cpu/attention_reference.h"
 #include "moekit/attention.h"

@@ -18,11 +18,16 @@ constexpr size_t kAlign = 256;
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Makes `device` current for the lifetime of the guard.
+// Makes `device` current for the lifetime of the guard (no call at all when it already is, so that
+// nothing but the launch happens inside a stream capture).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device) status_ = cudaSetDevice(device);
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current != device) {
+      status_ = cudaSetDevice(device);
+      if (status_ == cudaSuccess) previous_ = current;
+    }
   }
   ~DeviceGuard() {
     if (previous_ >= 0) (void)cudaSetDevice(previous_);
