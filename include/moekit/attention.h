@@ -87,8 +87,9 @@ struct AttentionRunInfo {
 // Checks params and every tensor (shape, dtype, device, contiguity). Buffer length values are
 // not read here (they may live in device memory); the CPU backends check them before computing.
 Status validate_attention(const AttentionParams& params, const AttentionInputs& inputs, const AttentionOutputs& outputs);
-// The same checks without the outputs (what the workspace query needs).
+// The same checks without the outputs (what the workspace query needs), and the params alone.
 Status validate_attention_inputs(const AttentionParams& params, const AttentionInputs& inputs);
+Status validate_attention_params(const AttentionParams& params);
 
 // Phase 1: the workspace bytes `backend` needs for these shapes (0 for the CPU reference). The
 // backend is resolved as shared_context_attention resolves it (fallbacks included). The CUDA

@@ -11,16 +11,14 @@ namespace moekit {
 namespace {
 
 Status check_config(const SharedContextCacheConfig& c) {
-  if (c.batch < 1) return Status::InvalidArgument(fmt::format("config.batch={} must be >= 1", c.batch));
-  if (c.num_kv_heads < 1) return Status::InvalidArgument(fmt::format("config.num_kv_heads={} must be >= 1", c.num_kv_heads));
-  if (c.head_dim != 16 && c.head_dim != 32 && c.head_dim != 64 && c.head_dim != 128)
-    return Status::InvalidArgument(fmt::format("config.head_dim={} is not supported (16, 32, 64 or 128)", c.head_dim));
-  if (c.max_context < 0) return Status::InvalidArgument(fmt::format("config.max_context={} must be >= 0", c.max_context));
+  if (c.batch < 1) return Status::InvalidArgument(fmt::format("config: batch={} must be >= 1", c.batch));
+  if (c.max_context < 0) return Status::InvalidArgument(fmt::format("config: max_context={} must be >= 0", c.max_context));
   if (c.buffer_capacity < 0)
-    return Status::InvalidArgument(fmt::format("config.buffer_capacity={} must be >= 0", c.buffer_capacity));
-  if (c.dtype != DType::kF32 && c.dtype != DType::kF16 && c.dtype != DType::kBF16)
-    return Status::InvalidArgument(fmt::format("config.dtype={} is not supported (f32, f16 or bf16)", dtype_name(c.dtype)));
-  return Status::Ok();
+    return Status::InvalidArgument(fmt::format("config: buffer_capacity={} must be >= 0", c.buffer_capacity));
+  // Heads, head dim and dtype: the attention call's own rules.
+  const AttentionParams p{.batch = c.batch, .num_q_heads = c.num_kv_heads, .num_kv_heads = c.num_kv_heads, .q_len = 1,
+                          .head_dim = c.head_dim, .softmax_scale = 0.0f, .dtype = c.dtype};
+  return validate_attention_params(p).with_context("config");
 }
 
 // `name` is a contiguous [dims...] tensor of `dtype` ("k: shape [2, 3] does not match [Hkv, Nctx, D] = [4, *, 32]").

@@ -39,7 +39,9 @@ namespace {
 bool supported_head_dim(int d) { return d == 16 || d == 32 || d == 64 || d == 128; }
 bool supported_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
-Status check_params(const AttentionParams& p) {
+}  // namespace
+
+Status validate_attention_params(const AttentionParams& p) {
   if (p.batch < 0) return Status::InvalidArgument(fmt::format("batch={} must be >= 0", p.batch));
   if (p.num_q_heads < 1) return Status::InvalidArgument(fmt::format("num_q_heads={} must be >= 1", p.num_q_heads));
   if (p.num_kv_heads < 1) return Status::InvalidArgument(fmt::format("num_kv_heads={} must be >= 1", p.num_kv_heads));
@@ -55,6 +57,8 @@ Status check_params(const AttentionParams& p) {
     return Status::InvalidArgument(fmt::format("dtype={} is not supported (f32, f16 or bf16)", dtype_name(p.dtype)));
   return Status::Ok();
 }
+
+namespace {
 
 // `t` has `dtype`, ndim == dims.size(), the given extents (-1: any), and is contiguous.
 // `dims` names the dimensions for the messages ("[B, Hq, Lq, D]").
@@ -97,7 +101,7 @@ Status check_pair_given(std::string_view k_name, const TensorView& k, std::strin
 }  // namespace
 
 Status validate_attention_inputs(const AttentionParams& p, const AttentionInputs& in) {
-  MOEKIT_RETURN_IF_ERROR(check_params(p));
+  MOEKIT_RETURN_IF_ERROR(validate_attention_params(p));
   const int64_t B = p.batch, Hq = p.num_q_heads, Hkv = p.num_kv_heads, Lq = p.q_len, D = p.head_dim;
   const int64_t q_shape[] = {B, Hq, Lq, D};
   MOEKIT_RETURN_IF_ERROR(check_tensor("q", in.q, p.dtype, "[B, Hq, Lq, D]", q_shape, "params.dtype"));

@@ -528,11 +528,11 @@ TEST(AttentionCache, BadCallsGiveClearErrors) {
       {cache->append(new_3d, new_3d), "append: k has shape [3, 2, 32], expected [B, Hkv, L, D] = [3, 2, *, 32]"},
       {cache->append(new_ok, new_ok, std::vector<int32_t>{1, 2}), "append: counts has 2 entries, expected batch=3"},
       {cache->append(new_ok, new_ok, std::vector<int32_t>{1, 3, 0}), "append: counts[1]=3 is outside [0, L=2]"},
-      {SharedContextCache::create({.batch = 0, .num_kv_heads = 1, .head_dim = 16}).status(), "config.batch=0 must be >= 1"},
+      {SharedContextCache::create({.batch = 0, .num_kv_heads = 1, .head_dim = 16}).status(), "config: batch=0 must be >= 1"},
       {SharedContextCache::create({.batch = 1, .num_kv_heads = 1, .head_dim = 40}).status(),
-       "config.head_dim=40 is not supported (16, 32, 64 or 128)"},
+       "config: head_dim=40 is not supported (16, 32, 64 or 128)"},
       {SharedContextCache::create({.batch = 1, .num_kv_heads = 1, .head_dim = 16, .max_context = -1}).status(),
-       "config.max_context=-1 must be >= 0"},
+       "config: max_context=-1 must be >= 0"},
   };
   for (const Bad& b : cases) {
     ASSERT_FALSE(b.status.ok()) << b.expect;

@@ -11,7 +11,10 @@ namespace moekit::cli {
 using CommandAction = std::function<int()>;
 
 CommandAction add_info_command(CLI::App& app);
-// A subcommand whose issue has not landed yet: says so and exits with code 2.
+// A subcommand whose issue has not landed yet: says so and exits with code 2 (unless one of its own
+// subcommands ran).
 CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
+// `moekit bench attention`; registers under the `bench` command, which must exist already.
+CommandAction add_bench_attention_command(CLI::App& app);
 
 }  // namespace moekit::cli
