@@ -18,7 +18,10 @@ CommandAction add_run_command(CLI::App& app);
 
 // Prints "moekit: error: <status>" to stderr and returns the exit code for a failed command (1).
 int fail(const Status& status);
-// A subcommand whose issue has not landed yet: says so and exits with code 2.
+// A subcommand whose issue has not landed yet: says so and exits with code 2 (unless one of its own
+// subcommands ran).
 CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
+// `moekit bench attention`; registers under the `bench` command, which must exist already.
+CommandAction add_bench_attention_command(CLI::App& app);
 
 }  // namespace moekit::cli

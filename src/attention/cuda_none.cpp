@@ -1,0 +1,47 @@
+// A build without CUDA: the moekit_cuda entry points that the attention layer and `moekit bench`
+// call answer kUnsupported. (Device tensors cannot exist in such a build, so the dispatcher never
+// reaches them; the messages are for direct callers.)
+#include "cuda/attention/attention_cuda.h"
+#include "cuda/bench_timing.h"
+
+namespace moekit::cuda {
+namespace {
+Status no_cuda(const char* what) { return Status::Unsupported(std::string(what) + ": moekit was built without CUDA"); }
+}  // namespace
+
+Result<AttentionLaunchInfo> shared_attention_launch_info(const AttentionParams&, const AttentionInputs&, const AttentionOptions&) {
+  return no_cuda("shared_attention_launch_info");
+}
+Result<size_t> shared_attention_workspace_size(const AttentionParams&, const AttentionInputs&, const AttentionOptions&) {
+  return no_cuda("shared_attention_workspace_size");
+}
+Status shared_attention(const AttentionParams&, const AttentionInputs&, const AttentionOutputs&, void*, size_t, void*,
+                        const AttentionOptions&) {
+  return no_cuda("shared_attention");
+}
+Result<size_t> replicated_workspace_size(const AttentionParams&, const AttentionInputs&) {
+  return no_cuda("replicated_workspace_size");
+}
+Status replicated_attention(const AttentionParams&, const AttentionInputs&, const AttentionOutputs&, void*, size_t, void*) {
+  return no_cuda("replicated_attention");
+}
+Status replicated_materialize(const AttentionParams&, const AttentionInputs&, void*, size_t, void*) {
+  return no_cuda("replicated_materialize");
+}
+Status replicated_attend_materialized(const AttentionParams&, const AttentionInputs&, const AttentionOutputs&, void*, size_t,
+                                      void*) {
+  return no_cuda("replicated_attend_materialized");
+}
+Status append_buffer(DType, int, int, int, int64_t, int64_t, const void*, const void*, const int32_t*, void*, void*, int32_t*,
+                     void*) {
+  return no_cuda("append_buffer");
+}
+Status zero_device_memory(void*, size_t, void*) { return no_cuda("zero_device_memory"); }
+Status synchronize_stream(void*) { return no_cuda("synchronize_stream"); }
+
+Result<std::vector<double>> time_launches(const std::function<Status(void*)>&, int, int, size_t) {
+  return no_cuda("time_launches");
+}
+Result<double> measure_read_bandwidth(size_t, int) { return no_cuda("measure_read_bandwidth"); }
+
+}  // namespace moekit::cuda

@@ -1,0 +1,84 @@
+// The compiled instantiations of the shared-context attention kernel, and their launch.
+// One kernel per (dtype, head dim, engine): SIMT for f32/f16/bf16 (f32's only path, and a check on
+// the tensor-core path for the others) and MMA for f16/bf16: 20 kernels, nothing else.
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/attention/attention_kernels.h"
+#include "cuda/attention/shared_attention_kernel.cuh"
+#include "cuda/cuda_check.h"
+
+namespace moekit::cuda {
+namespace {
+
+template <typename T, int D, typename Engine>
+KernelEntry entry(DType dtype, ContextEngine engine) {
+  return {dtype,
+          D,
+          engine,
+          Engine::kWarps * 32,
+          Engine::kTile,
+          Engine::kSmemBytes,
+          reinterpret_cast<const void*>(&detail::shared_attention_kernel<T, D, Engine>)};
+}
+
+template <typename T, template <typename, int> class Engine>
+void add_head_dims(std::vector<KernelEntry>& v, DType dtype, ContextEngine engine) {
+  v.push_back(entry<T, 16, Engine<T, 16>>(dtype, engine));
+  v.push_back(entry<T, 32, Engine<T, 32>>(dtype, engine));
+  v.push_back(entry<T, 64, Engine<T, 64>>(dtype, engine));
+  v.push_back(entry<T, 128, Engine<T, 128>>(dtype, engine));
+}
+
+const std::vector<KernelEntry>& kernels() {
+  static const std::vector<KernelEntry> table = [] {
+    std::vector<KernelEntry> v;
+    add_head_dims<float, detail::SimtEngine>(v, DType::kF32, ContextEngine::kSimt);
+    add_head_dims<__half, detail::SimtEngine>(v, DType::kF16, ContextEngine::kSimt);
+    add_head_dims<__nv_bfloat16, detail::SimtEngine>(v, DType::kBF16, ContextEngine::kSimt);
+    add_head_dims<__half, detail::MmaEngine>(v, DType::kF16, ContextEngine::kMma);
+    add_head_dims<__nv_bfloat16, detail::MmaEngine>(v, DType::kBF16, ContextEngine::kMma);
+    return v;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const KernelEntry* find_kernel(DType dtype, int head_dim, ContextEngine engine) {
+  for (const KernelEntry& k : kernels())
+    if (k.dtype == dtype && k.head_dim == head_dim && k.engine == engine) return &k;
+  return nullptr;
+}
+
+Result<int> prepare_kernel(const KernelEntry& k, int device) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> ctas_per_sm;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(k.function, device);
+  if (const auto it = ctas_per_sm.find(key); it != ctas_per_sm.end()) return it->second;
+  MOEKIT_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(k.function, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.smem_bytes)));
+  int n = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k.function, k.threads, k.smem_bytes));
+  if (n < 1)
+    return Status::Internal("shared attention kernel (" + std::string(dtype_name(k.dtype)) + ", D=" + std::to_string(k.head_dim) +
+                            ") cannot be resident on device " + std::to_string(device));
+  ctas_per_sm.emplace(key, n);
+  return n;
+}
+
+Status launch_kernel(const KernelEntry& k, const SharedAttentionArgs& args, int grid_x, int grid_y, int grid_z, void* stream) {
+  void* params[] = {const_cast<SharedAttentionArgs*>(&args)};
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.function, dim3(grid_x, grid_y, grid_z), dim3(k.threads), params, k.smem_bytes,
+                                               static_cast<cudaStream_t>(stream)));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace moekit::cuda
