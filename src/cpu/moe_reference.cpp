@@ -4,7 +4,6 @@
 // the activation dtype, nearest-even). Work is split over threads by output column inside each
 // expert's GEMM, so the result does not depend on the thread count.
 #include <algorithm>
-#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -32,25 +31,6 @@ struct Permutation {
   std::vector<Row> rows;
   std::vector<int64_t> offsets;
 };
-
-// n values starting at element `first` of contiguous storage, as doubles (fast paths for the types
-// activations and unquantized weights come in).
-void load_values(const void* base, DType t, int64_t first, int64_t n, double* dst) {
-  if (t == DType::kF32) {
-    const float* p = static_cast<const float*>(base) + first;
-    for (int64_t i = 0; i < n; ++i) dst[i] = p[i];
-  } else if (t == DType::kBF16) {
-    const uint16_t* p = static_cast<const uint16_t*>(base) + first;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      dst[i] = f;
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = load_element(base, t, first + i);
-  }
-}
 
 Status build_rows(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out, Permutation& perm) {
   std::vector<Row> unsorted;
@@ -109,7 +89,7 @@ void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_
   const bool direct = p.quant == QuantScheme::kNone;
   if (!direct) dequantize_weight(p, w, g, e, dequantized);
   std::vector<double> b(N, 0.0);
-  if (bias.data()) load_values(bias.data(), bias.dtype(), e * N, N, b.data());
+  if (bias.data()) load_elements(bias.data(), bias.dtype(), e * N, N, b.data());
 #pragma omp parallel
   {
     std::vector<double> row(direct ? K : 0);
@@ -117,7 +97,7 @@ void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_
     for (int64_t n = 0; n < N; ++n) {
       const double* wn = dequantized.data() + n * K;
       if (direct) {
-        load_values(weight.data(), weight.dtype(), (e * N + n) * K, K, row.data());
+        load_elements(weight.data(), weight.dtype(), (e * N + n) * K, K, row.data());
         wn = row.data();
       }
       for (int64_t r = begin; r < end; ++r) {
@@ -156,7 +136,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
   for (int64_t r = 0; r < R; ++r) {
     const Row& row = perm.rows[r];
     const int64_t src = p.input_format == InputFormat::kMasked ? row.expert * in.hidden.size(1) + row.token : row.token;
-    load_values(in.hidden.data(), in.hidden.dtype(), src * H, H, x.data() + r * H);
+    load_elements(in.hidden.data(), in.hidden.dtype(), src * H, H, x.data() + r * H);
     if (p.apply_router_weight_on_input)
       for (int64_t k = 0; k < H; ++k) x[r * H + k] *= row.weight;
   }

@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "moekit/float_formats.h"
+#include "validate.h"
 
 namespace moekit::cpu {
 namespace {
@@ -125,30 +126,11 @@ int64_t group_of(const MoeProblem& p, const Spec& s) { return s.fixed_group > 0 
 
 std::string shape_str(std::span<const int64_t> s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-Status check_placement(std::string_view name, const TensorView& t) {
-  if (!t.device().is_cpu())
-    return Status::InvalidArgument(fmt::format("{}: {} is not a host (cpu) tensor, which the CPU reference needs", name, t.describe()));
-  if (!t.is_contiguous()) return Status::InvalidArgument(fmt::format("{}: {} is not contiguous", name, t.describe()));
-  return Status::Ok();
-}
-
-Status check_dtype(std::string_view name, const TensorView& t, std::span<const DType> allowed, std::string_view by) {
-  if (std::find(allowed.begin(), allowed.end(), t.dtype()) != allowed.end()) return Status::Ok();
-  if (allowed.size() == 1)
-    return Status::InvalidArgument(fmt::format("{}: dtype {} does not match {} required by {}", name,
-                                               dtype_name(t.dtype()), dtype_name(allowed[0]), by));
-  std::vector<std::string_view> names;
-  for (DType d : allowed) names.push_back(dtype_name(d));
-  return Status::InvalidArgument(fmt::format("{}: dtype {} is not one of {} allowed by {}", name,
-                                             dtype_name(t.dtype()), fmt::join(names, ", "), by));
-}
-
-Status check_shape(std::string_view name, const TensorView& t, const std::vector<int64_t>& want, std::string_view by,
-                   std::string_view layout) {
-  const auto s = t.shape();
-  if (std::equal(s.begin(), s.end(), want.begin(), want.end())) return Status::Ok();
-  return Status::InvalidArgument(fmt::format("{}: shape {} does not match {} required by {} ({})", name, shape_str(s),
-                                             shape_str(want), by, layout));
+// The weight-side shape message: "w13_scale: shape [8, 3] does not match [8, 24, 23] required by
+// fp8_block ([E_local, ceil(N/128), ceil(K/128)])".
+Status check_layout(std::string_view name, const TensorView& t, const std::vector<int64_t>& want, std::string_view by,
+                    std::string_view layout) {
+  return check_shape(name, t, want, fmt::format("{} required by {} ({})", shape_str(want), by, layout));
 }
 
 Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
@@ -168,13 +150,13 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
                                                                   {&z_name, &f.zero_point}, {&gs_name, &f.global_scale},
                                                                   {&is_name, &f.input_scale}, {&pq_name, &f.pre_quant_scale}};
   for (const auto& [name, t] : all)
-    if (t->defined()) MOEKIT_RETURN_IF_ERROR(check_placement(*name, *t));
+    if (t->defined()) MOEKIT_RETURN_IF_ERROR(check_host_placement(*name, *t));
 
   // The weight.
   const DType w_dtype = p.quant == QuantScheme::kNone ? p.activation_dtype : spec.weight;
   const std::string by_w = p.quant == QuantScheme::kNone ? std::string("none (the activation dtype)") : std::string(scheme);
   MOEKIT_RETURN_IF_ERROR(check_dtype(w_name, f.w, {&w_dtype, 1}, by_w));
-  MOEKIT_RETURN_IF_ERROR(check_shape(w_name, f.w, {E, N, K}, scheme,
+  MOEKIT_RETURN_IF_ERROR(check_layout(w_name, f.w, {E, N, K}, scheme,
                                      g == Gemm::k1 ? "[E_local, gemm1_rows, H]" : "[E_local, H, I]"));
   const int64_t group = spec.scale == WeightScale::kGroup ? group_of(p, spec) : 0;
   if (group > 0 && K % group != 0) {
@@ -193,17 +175,17 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     MOEKIT_RETURN_IF_ERROR(check_dtype(s_name, f.scale, {spec.scale_dtypes.data(), size_t(spec.num_scale_dtypes)}, scheme));
     switch (spec.scale) {
       case WeightScale::kPerTensor:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E}, scheme, "[E_local]"));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E}, scheme, "[E_local]"));
         break;
       case WeightScale::kPerChannel:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, N}, scheme, "[E_local, N]"));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, N}, scheme, "[E_local, N]"));
         break;
       case WeightScale::kBlock128:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, (N + 127) / 128, (K + 127) / 128}, scheme,
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, (N + 127) / 128, (K + 127) / 128}, scheme,
                                            "[E_local, ceil(N/128), ceil(K/128)]"));
         break;
       case WeightScale::kGroup:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, N, K / group}, scheme,
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, N, K / group}, scheme,
                                            fmt::format("[E_local, N, K/{}]", spec.fixed_group ? std::to_string(group)
                                                                                               : std::string("group_size"))));
         break;
@@ -217,14 +199,14 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
       return Status::InvalidArgument(fmt::format("{}: given but {} has no zero points", z_name, scheme));
     const DType zd[] = {kF32, f.scale.dtype()};
     MOEKIT_RETURN_IF_ERROR(check_dtype(z_name, f.zero_point, zd, fmt::format("{} (f32 or the scale dtype)", scheme)));
-    MOEKIT_RETURN_IF_ERROR(check_shape(z_name, f.zero_point, {E, N, K / group}, scheme, "[E_local, N, K/group_size]"));
+    MOEKIT_RETURN_IF_ERROR(check_layout(z_name, f.zero_point, {E, N, K / group}, scheme, "[E_local, N, K/group_size]"));
   }
 
   if (f.global_scale.defined()) {
     if (spec.global_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no global scales", gs_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(gs_name, f.global_scale, {&kF32, 1}, scheme));
-    MOEKIT_RETURN_IF_ERROR(check_shape(gs_name, f.global_scale, {E}, scheme, "[E_local]"));
+    MOEKIT_RETURN_IF_ERROR(check_layout(gs_name, f.global_scale, {E}, scheme, "[E_local]"));
   } else if (spec.global_scale == Need::kRequired) {
     return Status::InvalidArgument(fmt::format("{}: required by {} but not given", gs_name, scheme));
   }
@@ -233,7 +215,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     if (spec.input_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no static input scales", is_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(is_name, f.input_scale, {&kF32, 1}, scheme));
-    if (f.input_scale.ndim() != 0) MOEKIT_RETURN_IF_ERROR(check_shape(is_name, f.input_scale, {E}, scheme, "[] or [E_local]"));
+    if (f.input_scale.ndim() != 0) MOEKIT_RETURN_IF_ERROR(check_layout(is_name, f.input_scale, {E}, scheme, "[] or [E_local]"));
   } else if (spec.input_scale == Need::kRequired) {
     return Status::InvalidArgument(fmt::format("{}: required by {} but not given", is_name, scheme));
   }
@@ -243,8 +225,8 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     const DType pd[] = {kF32, DType::kF16, DType::kBF16};
     MOEKIT_RETURN_IF_ERROR(check_dtype(pq_name, f.pre_quant_scale, pd, "a pre-quant scale"));
     const std::string layout = fmt::format("[{0}] or [E_local, {0}]", f.k_name);
-    if (f.pre_quant_scale.ndim() == 1) MOEKIT_RETURN_IF_ERROR(check_shape(pq_name, f.pre_quant_scale, {K}, scheme, layout));
-    else MOEKIT_RETURN_IF_ERROR(check_shape(pq_name, f.pre_quant_scale, {E, K}, scheme, layout));
+    if (f.pre_quant_scale.ndim() == 1) MOEKIT_RETURN_IF_ERROR(check_layout(pq_name, f.pre_quant_scale, {K}, scheme, layout));
+    else MOEKIT_RETURN_IF_ERROR(check_layout(pq_name, f.pre_quant_scale, {E, K}, scheme, layout));
   }
   return Status::Ok();
 }

@@ -192,7 +192,7 @@ TEST(QuantFp8PerTensor, ValidationMessages) {
   L.w.w13_scale = TensorView::create(buf, DType::kF32, shape, {}, Device::cuda(0)).value();
   EXPECT_EQ(L.error(), "w13_scale: f32[2] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
   L.w.w13_scale = TensorView::create(buf, DType::kF32, shape, strides).value();
-  EXPECT_EQ(L.error(), "w13_scale: f32[2] cpu is not contiguous");
+  EXPECT_EQ(L.error(), "w13_scale: f32[2] cpu with strides [2] is not contiguous");
 }
 
 TEST(QuantFp8PerToken, PerChannelWeightsAndPerRowActivations) {
