@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "moekit/float_formats.h"
+#include "parallel.h"
 #include "validate.h"
 
 namespace moekit::cpu {
@@ -264,7 +265,7 @@ void fake_quant(double* x, int64_t n, float s, Codec c) {
 // Dynamic scales per row per `block` elements along K (block = K: per row); s = amax / qmax in fp32.
 void quant_blocks(std::span<double> rows, int64_t K, int64_t block, float qmax, Codec c) {
   const int64_t R = static_cast<int64_t>(rows.size()) / K;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t b = 0; b < K; b += block) {
       double* x = rows.data() + r * K + b;
@@ -277,7 +278,7 @@ void quant_blocks(std::span<double> rows, int64_t K, int64_t block, float qmax, 
 // MXFP8: an e8m0 scale per 32, rounded up so that amax / scale <= 448 (nothing saturates).
 void quant_mxfp8(std::span<double> rows, int64_t K) {
   const int64_t R = static_cast<int64_t>(rows.size()) / K;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t b = 0; b < K; b += 32) {
       double* x = rows.data() + r * K + b;
@@ -324,54 +325,62 @@ Status validate_quantization(const MoeProblem& problem, const MoeWeights& weight
   return validate_gemm(problem, weights, Gemm::k2);
 }
 
-void dequantize_weight(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, std::vector<double>& out) {
+void dequantize_weight_row(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, int64_t n, double* out,
+                           int64_t stride) {
   const Spec spec = spec_of(problem.quant);
   const GemmFields f = fields_of(problem, weights, g);
   const int64_t N = f.n, K = f.k;
-  out.resize(static_cast<size_t>(N * K));
-  const void* wd = f.w.data();
-  const DType wt = f.w.dtype();
-  const int64_t base = static_cast<int64_t>(e) * N * K;
+  const int64_t row = (static_cast<int64_t>(e) * N + n) * K;  // first element of the row
   const void* sd = f.scale.data();
   const DType st = f.scale.dtype();
-  switch (spec.scale) {
-    case WeightScale::kNone:
-      for (int64_t i = 0; i < N * K; ++i) out[i] = load_element(wd, wt, base + i);
-      return;
-    case WeightScale::kPerTensor: {
-      const double s = load_element(sd, st, e);
-      for (int64_t i = 0; i < N * K; ++i) out[i] = load_element(wd, wt, base + i) * s;
-      return;
-    }
-    case WeightScale::kPerChannel:
-      for (int64_t n = 0; n < N; ++n) {
-        const double s = load_element(sd, st, static_cast<int64_t>(e) * N + n);
-        for (int64_t k = 0; k < K; ++k) out[n * K + k] = load_element(wd, wt, base + n * K + k) * s;
+  // One scale for the whole row (1 for kNone); the block and group scales change along k.
+  double row_scale = 1.0;
+  if (spec.scale == WeightScale::kPerTensor) row_scale = load_element(sd, st, e);
+  if (spec.scale == WeightScale::kPerChannel) row_scale = load_element(sd, st, static_cast<int64_t>(e) * N + n);
+  const int64_t group = spec.scale == WeightScale::kGroup ? group_of(problem, spec) : 128;
+  const int64_t G = K / group;
+  const bool has_zero = f.zero_point.defined();
+  // NVFP4's global scale; 1 otherwise. All products below are exact in double.
+  const double global = f.global_scale.defined() ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
+
+  // The row is decoded in chunks of 128 codes (a multiple of every group and the fp8 block), so a
+  // chunk never straddles a scale block and the buffer stays on the stack.
+  constexpr int64_t kChunk = 128;
+  double q[kChunk];
+  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+    const int64_t c = std::min(kChunk, K - k0);
+    load_elements(f.w.data(), f.w.dtype(), row + k0, c, q);
+    double* o = out + k0 * stride;
+    switch (spec.scale) {
+      case WeightScale::kNone:
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i];
+        break;
+      case WeightScale::kPerTensor:
+      case WeightScale::kPerChannel:
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i] * row_scale;
+        break;
+      case WeightScale::kBlock128: {
+        const int64_t kb = (K + 127) / 128;
+        const double s = load_element(sd, st, (static_cast<int64_t>(e) * ((N + 127) / 128) + n / 128) * kb + k0 / 128);
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i] * s;
+        break;
       }
-      return;
-    case WeightScale::kBlock128: {
-      const int64_t nb = (N + 127) / 128, kb = (K + 127) / 128;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) {
-          const double s = load_element(sd, st, (static_cast<int64_t>(e) * nb + n / 128) * kb + k / 128);
-          out[n * K + k] = load_element(wd, wt, base + n * K + k) * s;
-        }
-      return;
-    }
-    case WeightScale::kGroup: {
-      const int64_t group = group_of(problem, spec), G = K / group;
-      const bool has_zero = f.zero_point.defined();
-      // NVFP4's global scale; 1 otherwise. All products below are exact in double.
-      const double global = f.global_scale.defined() ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t si = (static_cast<int64_t>(e) * N + n) * G + k / group;
+      case WeightScale::kGroup:
+        for (int64_t g0 = 0; g0 < c; g0 += group) {
+          const int64_t si = (static_cast<int64_t>(e) * N + n) * G + (k0 + g0) / group;
           const double z = has_zero ? load_element(f.zero_point.data(), f.zero_point.dtype(), si) : 0.0;
-          out[n * K + k] = (load_element(wd, wt, base + n * K + k) - z) * load_element(sd, st, si) * global;
+          const double s = load_element(sd, st, si);
+          for (int64_t i = g0; i < g0 + group; ++i) o[i * stride] = (q[i] - z) * s * global;
         }
-      return;
+        break;
     }
   }
+}
+
+void dequantize_weight(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, std::vector<double>& out) {
+  const GemmFields f = fields_of(problem, weights, g);
+  out.resize(static_cast<size_t>(f.n * f.k));
+  for (int64_t n = 0; n < f.n; ++n) dequantize_weight_row(problem, weights, g, e, n, out.data() + n * f.k, 1);
 }
 
 void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, Gemm g, std::span<double> rows,
@@ -394,7 +403,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
   // rounding it to float later is the same as an fp32 multiply.
   if (f.pre_quant_scale.defined()) {
     const TensorView& pq = f.pre_quant_scale;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K))
     for (int64_t r = 0; r < R; ++r) {
       const int64_t off = pq.ndim() == 2 ? expert_of(r) * K : 0;
       for (int64_t k = 0; k < K; ++k) rows[r * K + k] *= load_element(pq.data(), pq.dtype(), off + k);
@@ -408,18 +417,18 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
         // Dynamic: one scale for everything passed in. max is order-independent, so the parallel
         // per-row amax followed by a serial max is deterministic.
         std::vector<float> row_amax(static_cast<size_t>(R));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K))
         for (int64_t r = 0; r < R; ++r) row_amax[r] = amax_of(rows.data() + r * K, K);
         float amax = 0.0f;
         for (float a : row_amax) amax = std::fmax(amax, a);
         const float s = amax / 448.0f;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
         for (int64_t r = 0; r < R; ++r) fake_quant(rows.data() + r * K, K, s, Codec::kE4M3);
         return;
       }
       [[fallthrough]];
     case ActQuant::kFp8Static:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
       for (int64_t r = 0; r < R; ++r) fake_quant(rows.data() + r * K, K, static_scale(f.input_scale, r), Codec::kE4M3);
       return;
     case ActQuant::kFp8PerRow: quant_blocks(rows, K, K, 448.0f, Codec::kE4M3); return;
@@ -427,7 +436,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
     case ActQuant::kInt8PerRow: quant_blocks(rows, K, K, 127.0f, Codec::kI8); return;
     case ActQuant::kMxfp8: quant_mxfp8(rows, K); return;
     case ActQuant::kNvfp4:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
       for (int64_t r = 0; r < R; ++r) quant_nvfp4_row(rows.data() + r * K, K, static_scale(f.input_scale, r));
       return;
   }

@@ -564,6 +564,29 @@ TEST(QuantPreQuantScale, MultipliesChannelsBeforeQuantization) {
   EXPECT_EQ(F.quant(Gemm::k1, {224, 1.0625, 1, 224, 1.0625, 1}, {0, 1}), (std::vector<double>{224, 1, 1, 448, 1, 3}));
 }
 
+// The layer streams weights row by row into a strided (k-major) buffer: every row, at any stride,
+// must equal the row of the whole-expert dequantization.
+TEST(QuantWeightRows, StridedRowsEqualTheWholeExpert) {
+  Layer zp = w4a16();
+  zp.set(zp.w.w13_zero_point, make(DType::kF32, {2, 32, 2}, pattern(128, [](int64_t i) { return double(i % 4) - 1.5; })));
+  const Layer layers[] = {fp8_per_tensor(), fp8_block(), w4a16(), std::move(zp), mxfp4(QuantScheme::kMxfp4), nvfp4()};
+  for (const Layer& L : layers) {
+    ASSERT_EQ(L.error(), "OK") << quant_scheme_name(L.p.quant);
+    for (Gemm g : {Gemm::k1, Gemm::k2}) {
+      const int64_t N = g == Gemm::k1 ? L.p.gemm1_rows() : L.p.hidden, K = g == Gemm::k1 ? L.p.hidden : L.p.intermediate;
+      const int e = L.p.num_experts - 1;
+      const auto whole = L.dequant(g, e);
+      std::vector<double> row(static_cast<size_t>(3 * K), -1.0);
+      for (int64_t n = 0; n < N; ++n) {
+        cpu::dequantize_weight_row(L.p, L.w, g, e, n, row.data() + 1, 3);
+        for (int64_t k = 0; k < K; ++k)
+          ASSERT_EQ(row[1 + 3 * k], whole[n * K + k]) << quant_scheme_name(L.p.quant) << " n=" << n << " k=" << k;
+      }
+      for (int64_t i = 0; i < 3 * K; i += 3) ASSERT_EQ(row[i], -1.0) << "wrote outside its stride";
+    }
+  }
+}
+
 // Nearest representable value of a format given by its decoder over `codes`, ties to the even code,
 // saturating to the largest magnitude. Shares nothing with the library's encoders.
 double nearest(double v, double (*decode)(uint8_t), int codes) {
