@@ -56,14 +56,25 @@ inline uint8_t code_at(const TensorView& t, int64_t i) {
   return bytes[i];
 }
 
+// decode(code) for every 8-bit code, computed once (the weights are read many times).
+template <double (*decode)(uint8_t)>
+const std::array<double, 256>& decoded() {
+  static const std::array<double, 256> table = [] {
+    std::array<double, 256> v{};
+    for (int c = 0; c < 256; ++c) v[c] = decode(static_cast<uint8_t>(c));
+    return v;
+  }();
+  return table;
+}
+
 // Element i of a tensor of any dtype as a value: narrow formats decoded here, IEEE floats (scales,
 // zero points, biases, input scales) through load_element.
 inline double value_at(const TensorView& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kE4M3: return e4m3_value(code_at(t, i));
-    case DType::kUE4M3: return ue4m3_value(code_at(t, i));
+    case DType::kE4M3: return decoded<e4m3_value>()[code_at(t, i)];
+    case DType::kUE4M3: return decoded<ue4m3_value>()[code_at(t, i)];
+    case DType::kE8M0: return decoded<e8m0_value>()[code_at(t, i)];
     case DType::kE2M1: return e2m1_value(code_at(t, i));
-    case DType::kE8M0: return e8m0_value(code_at(t, i));
     case DType::kI4: return int4_value(code_at(t, i));
     case DType::kI8: return static_cast<int8_t>(code_at(t, i));
     default: return load_element(t.data(), t.dtype(), i);
