@@ -8,8 +8,8 @@
 //   * the scaled value is static_cast<float>(x) / s in fp32, then encoded (round to nearest even,
 //     saturating);
 //   * the dequantized value decode(q) * s is computed in double (exact: both factors are short).
-//   * a scale of 0 (zero amax, underflow, or a static scale of 0) gives all-zero codes and values;
-//     nothing is ever divided by zero.
+//   * a scale of 0 or below (zero amax, underflow, or a zero or negative static scale) gives
+//     all-zero codes and values; nothing is ever divided by zero.
 #include "cpu/quant_reference.h"
 
 #include <algorithm>
@@ -253,9 +253,10 @@ float amax_of(const double* x, int64_t n) {
   return a;
 }
 
-// x[i] <- decode(encode(float(x[i]) / s)) * s. A zero scale gives zeros (no 0/0).
+// x[i] <- decode(encode(float(x[i]) / s)) * s. A scale of 0 or below gives zeros (no 0/0; a
+// negative static scale is not a valid scale, and would otherwise give back about x).
 void fake_quant(double* x, int64_t n, float s, Codec c) {
-  if (s == 0.0f) {
+  if (s <= 0.0f) {
     std::fill(x, x + n, 0.0);
     return;
   }

@@ -201,10 +201,10 @@ inline float amax_of(const std::vector<double>& x, size_t begin, size_t end) {
   return a;
 }
 
-// x[begin, end) <- round(float(x) / s) * s with the fp32 quotient; a zero scale gives zeros.
+// x[begin, end) <- round(float(x) / s) * s with the fp32 quotient; a scale of 0 or below gives zeros.
 inline void fake_quant(std::vector<double>& x, size_t begin, size_t end, float s, double (*round)(float)) {
   for (size_t i = begin; i < end; ++i)
-    x[i] = s == 0.0f ? 0.0 : round(static_cast<float>(x[i]) / s) * static_cast<double>(s);
+    x[i] = s <= 0.0f ? 0.0 : round(static_cast<float>(x[i]) / s) * static_cast<double>(s);
 }
 
 // A static [] or [E_local] fp32 input scale for a row of local expert e.

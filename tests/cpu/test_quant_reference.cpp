@@ -137,6 +137,20 @@ TEST(QuantFp8PerTensor, StaticPerExpertScale) {
   EXPECT_EQ(L.quant(Gemm::k2, {300, 1, 300, 1}, {0, 1}), (std::vector<double>{0, 0, 288, 1}));
 }
 
+// docs/quantization.md: "a zero or negative static scale yields zero codes". Without the rule a
+// negative scale would quantize -x / |s| and give back about x, as if the scale were valid.
+TEST(QuantFp8PerTensor, NegativeStaticScaleGivesZeros) {
+  Layer L = fp8_per_tensor();
+  L.set(L.w.w13_input_scale, make(DType::kF32, {}, {-0.5}));
+  EXPECT_EQ(L.quant(Gemm::k1, {1.0, -224, 3, 0.25, 0, 0, 0, 0}), std::vector<double>(8, 0.0));
+  Layer W(QuantScheme::kW4A8, 1, 128, 64);
+  W.p.group_size = 64;
+  W.set(W.w.w13_input_scale, make(DType::kF32, {1}, {-1}));
+  std::vector<double> row(128, 0.0);
+  row[0] = 5, row[1] = -2;
+  EXPECT_EQ(W.quant(Gemm::k1, row), std::vector<double>(128, 0.0));
+}
+
 // The quotient is static_cast<float>(x) / s in fp32, not x / s in double: find a double x whose
 // float rounding lands the fp32 quotient exactly on the e4m3 tie 1.0625 (-> 1.0) while the exact
 // quotient lies above it (-> 1.125).
