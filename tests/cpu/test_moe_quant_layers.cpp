@@ -381,10 +381,11 @@ TEST_P(QuantLayerVsNaive, WithLayerOptions) {
     c.p.num_local_experts = 4;
     c.p.activation_dtype = kBF16;
   });
-  with("masked, silu, w2 bias only", [](Case& c) {
+  with("masked, silu, w2 bias only, f16", [](Case& c) {
     c.p.input_format = InputFormat::kMasked;
     c.p.activation.kind = Activation::kSiLU;
     c.bias13 = false;
+    c.p.activation_dtype = kF16;
   });
   with("indexed, GPT-OSS clamped swiglu interleaved, local experts [8, 13) of 16, scaling 2.5", [](Case& c) {
     c.p.input_format = InputFormat::kIndexed;
