@@ -41,6 +41,11 @@ TEST_P(QuantLayerVsNaive, WithLayerOptions) {
     c.p.num_local_experts = 4;
     c.p.activation_dtype = kBF16;
   });
+  with("K = E = 4, Mixtral top-k softmax routing, gelu tanh", [](Case& c) {
+    c.p.num_experts = c.p.top_k = 4;
+    c.p.routing.method = RoutingMethod::kTopKSoftmax;
+    c.p.activation.kind = Activation::kGeGLUTanh;
+  });
   with("masked, silu, w2 bias only, f16", [](Case& c) {
     c.p.input_format = InputFormat::kMasked;
     c.p.activation.kind = Activation::kSiLU;
