@@ -158,7 +158,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
   const std::string by_w = p.quant == QuantScheme::kNone ? std::string("none (the activation dtype)") : std::string(scheme);
   MOEKIT_RETURN_IF_ERROR(check_dtype(w_name, f.w, {&w_dtype, 1}, by_w));
   MOEKIT_RETURN_IF_ERROR(check_layout(w_name, f.w, {E, N, K}, scheme,
-                                     g == Gemm::k1 ? "[E_local, gemm1_rows, H]" : "[E_local, H, I]"));
+                                      g == Gemm::k1 ? "[E_local, gemm1_rows, H]" : "[E_local, H, I]"));
   const int64_t group = spec.scale == WeightScale::kGroup ? group_of(p, spec) : 0;
   if (group > 0 && K % group != 0) {
     if (spec.fixed_group == 0)
@@ -183,12 +183,12 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
         break;
       case WeightScale::kBlock128:
         MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, (N + 127) / 128, (K + 127) / 128}, scheme,
-                                           "[E_local, ceil(N/128), ceil(K/128)]"));
+                                            "[E_local, ceil(N/128), ceil(K/128)]"));
         break;
       case WeightScale::kGroup:
         MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, N, K / group}, scheme,
-                                           fmt::format("[E_local, N, K/{}]", spec.fixed_group ? std::to_string(group)
-                                                                                              : std::string("group_size"))));
+                                            fmt::format("[E_local, N, K/{}]", spec.fixed_group ? std::to_string(group)
+                                                                                               : std::string("group_size"))));
         break;
       case WeightScale::kNone: break;
     }
