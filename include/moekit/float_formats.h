@@ -56,4 +56,9 @@ double dtype_max_finite(DType t);
 double load_element(const void* base, DType t, int64_t index);
 void store_element(void* base, DType t, int64_t index, double value);
 
+// Elements [first, first + n) of contiguous storage as doubles: the same values as load_element,
+// with table or bit-level fast paths for the types the reference backend streams (f32, bf16, e4m3,
+// e2m1, i8, i4). For bulk reads in the reference backend's inner loops.
+void load_elements(const void* base, DType t, int64_t first, int64_t n, double* dst);
+
 }  // namespace moekit

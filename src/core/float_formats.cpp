@@ -3,6 +3,7 @@
 // power of two below is exact, so a single std::nearbyint gives round-to-nearest-even.
 #include "moekit/float_formats.h"
 
+#include <array>
 #include <cfenv>
 #include <cmath>
 #include <cstring>
@@ -204,6 +205,63 @@ void store_element(void* base, DType t, int64_t i, double v) {
     case DType::kU8: p[i] = encode_u8(v); return;
     case DType::kI4: write_nibble(static_cast<uint8_t>(encode_i4(v))); return;
     case DType::kE2M1: write_nibble(encode_e2m1(v)); return;
+  }
+}
+
+void load_elements(const void* base, DType t, int64_t first, int64_t n, double* dst) {
+  const auto* p = static_cast<const uint8_t*>(base);
+  // Decoded values of every 8-bit e4m3 code and every 4-bit e2m1/i4 code, built once.
+  static const auto e4m3 = [] {
+    std::array<double, 256> v{};
+    for (int c = 0; c < 256; ++c) v[c] = decode_e4m3(static_cast<uint8_t>(c));
+    return v;
+  }();
+  static const auto e2m1 = [] {
+    std::array<double, 16> v{};
+    for (int c = 0; c < 16; ++c) v[c] = decode_e2m1(static_cast<uint8_t>(c));
+    return v;
+  }();
+  static const auto i4 = [] {
+    std::array<double, 16> v{};
+    for (int c = 0; c < 16; ++c) v[c] = c < 8 ? c : c - 16;
+    return v;
+  }();
+  auto nibbles = [&](const std::array<double, 16>& table) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t j = first + i;
+      dst[i] = table[(p[j / 2] >> (4 * (j % 2))) & 0xF];
+    }
+  };
+  switch (t) {
+    case DType::kF32:
+      for (int64_t i = 0; i < n; ++i) {
+        float v;
+        std::memcpy(&v, p + 4 * (first + i), 4);
+        dst[i] = v;
+      }
+      return;
+    case DType::kBF16:
+      // bf16 is the upper half of an f32: widening the bits is exact (NaN stays NaN).
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, p + 2 * (first + i), 2);
+        const uint32_t bits = static_cast<uint32_t>(b) << 16;
+        float v;
+        std::memcpy(&v, &bits, 4);
+        dst[i] = v;
+      }
+      return;
+    case DType::kE4M3:
+      for (int64_t i = 0; i < n; ++i) dst[i] = e4m3[p[first + i]];
+      return;
+    case DType::kI8:
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<int8_t>(p[first + i]);
+      return;
+    case DType::kE2M1: nibbles(e2m1); return;
+    case DType::kI4: nibbles(i4); return;
+    default:
+      for (int64_t i = 0; i < n; ++i) dst[i] = load_element(base, t, first + i);
+      return;
   }
 }
 

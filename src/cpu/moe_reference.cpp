@@ -4,13 +4,13 @@
 // the activation dtype, nearest-even). Work is split over threads by output column inside each
 // expert's GEMM, so the result does not depend on the thread count.
 #include <algorithm>
-#include <cstring>
 #include <tuple>
 #include <vector>
 
 #include "activation.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
+#include "parallel.h"
 #include "quant_reference.h"
 #include "validate.h"
 
@@ -32,25 +32,6 @@ struct Permutation {
   std::vector<Row> rows;
   std::vector<int64_t> offsets;
 };
-
-// n values starting at element `first` of contiguous storage, as doubles (fast paths for the types
-// activations and unquantized weights come in).
-void load_values(const void* base, DType t, int64_t first, int64_t n, double* dst) {
-  if (t == DType::kF32) {
-    const float* p = static_cast<const float*>(base) + first;
-    for (int64_t i = 0; i < n; ++i) dst[i] = p[i];
-  } else if (t == DType::kBF16) {
-    const uint16_t* p = static_cast<const uint16_t*>(base) + first;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      dst[i] = f;
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = load_element(base, t, first + i);
-  }
-}
 
 Status build_rows(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out, Permutation& perm) {
   std::vector<Row> unsorted;
@@ -99,32 +80,38 @@ Status build_rows(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in,
   return Status::Ok();
 }
 
+// Weight rows are dequantized kRowBlock at a time into a small per-thread buffer, k-major, so that
+// memory stays at kRowBlock * K doubles per thread whatever the expert size, and the kRowBlock dot
+// products of one input row advance together. Each still sums in k order from zero and adds the
+// bias last: the result is that of a plain dot product, bit for bit.
+constexpr int64_t kRowBlock = 8;
+
 // y[r, n] = sum_k x[r, k] * W_e[n, k] + bias_e[n] for expert e's rows [begin, end).
 void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_t begin, int64_t end,
                  const std::vector<double>& x, int64_t K, std::vector<double>& y, int64_t N) {
   if (begin == end) return;
-  const TensorView& weight = g == Gemm::k1 ? w.w13 : w.w2;
   const TensorView& bias = g == Gemm::k1 ? w.w13_bias : w.w2_bias;
-  std::vector<double> dequantized;
-  const bool direct = p.quant == QuantScheme::kNone;
-  if (!direct) dequantize_weight(p, w, g, e, dequantized);
   std::vector<double> b(N, 0.0);
-  if (bias.data()) load_values(bias.data(), bias.dtype(), e * N, N, b.data());
-#pragma omp parallel
+  if (bias.data()) load_elements(bias.data(), bias.dtype(), e * N, N, b.data());
+  const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
+#pragma omp parallel if (worth_parallel(N * K * (end - begin + 1)))
   {
-    std::vector<double> row(direct ? K : 0);
+    std::vector<double> wt(static_cast<size_t>(K * kRowBlock), 0.0);  // wt[k * kRowBlock + j] = W[n0 + j, k]
 #pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      const double* wn = dequantized.data() + n * K;
-      if (direct) {
-        load_values(weight.data(), weight.dtype(), (e * N + n) * K, K, row.data());
-        wn = row.data();
-      }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t n0 = blk * kRowBlock, nb = std::min(kRowBlock, N - n0);
+      for (int64_t j = 0; j < nb; ++j) dequantize_weight_row(p, w, g, e, n0 + j, wt.data() + j, kRowBlock);
       for (int64_t r = begin; r < end; ++r) {
         const double* xr = x.data() + r * K;
-        double acc = 0.0;
-        for (int64_t k = 0; k < K; ++k) acc += xr[k] * wn[k];
-        y[r * N + n] = acc + b[n];
+        double acc[kRowBlock] = {};
+        for (int64_t k = 0; k < K; ++k) {
+          const double xk = xr[k];
+          const double* wk = wt.data() + k * kRowBlock;
+          // Vectorized across the kRowBlock lanes, never along k (the sums keep their order).
+#pragma omp simd
+          for (int64_t j = 0; j < kRowBlock; ++j) acc[j] += xk * wk[j];
+        }
+        for (int64_t j = 0; j < nb; ++j) y[r * N + n0 + j] = acc[j] + b[n0 + j];
       }
     }
   }
@@ -152,11 +139,11 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
 
   // Expand: gather each row's token (the masked format reads its own block).
   std::vector<double> x(static_cast<size_t>(R * H));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * H))
   for (int64_t r = 0; r < R; ++r) {
     const Row& row = perm.rows[r];
     const int64_t src = p.input_format == InputFormat::kMasked ? row.expert * in.hidden.size(1) + row.token : row.token;
-    load_values(in.hidden.data(), in.hidden.dtype(), src * H, H, x.data() + r * H);
+    load_elements(in.hidden.data(), in.hidden.dtype(), src * H, H, x.data() + r * H);
     if (p.apply_router_weight_on_input)
       for (int64_t k = 0; k < H; ++k) x[r * H + k] *= row.weight;
   }
@@ -167,7 +154,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
   std::vector<double>().swap(x);
 
   std::vector<double> a(static_cast<size_t>(R * I));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * I * kCostOfExp))
   for (int64_t r = 0; r < R; ++r)
     apply_activation(p.activation, p.gate_up_layout, std::span(h1).subspan(r * N1, N1), std::span(a).subspan(r * I, I));
   std::vector<double>().swap(h1);
@@ -179,7 +166,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
   // Finalize. The masked format writes each valid row back to its own place, unweighted.
   if (p.input_format == InputFormat::kMasked) {
     const int64_t max_m = in.hidden.size(1);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * H))
     for (int64_t r = 0; r < R; ++r) store_row(out.out, perm.rows[r].expert * max_m + perm.rows[r].token, y.data() + r * H, H);
     return Status::Ok();
   }
@@ -198,7 +185,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
     const Row& row = perm.rows[r];
     sources[p.no_combine ? row.token * p.top_k + row.slot : row.token].push_back(r);
   }
-#pragma omp parallel
+#pragma omp parallel if (worth_parallel(R * H))
   {
     std::vector<double> acc(H);
 #pragma omp for schedule(static)

@@ -8,8 +8,8 @@
 //   * the scaled value is static_cast<float>(x) / s in fp32, then encoded (round to nearest even,
 //     saturating);
 //   * the dequantized value decode(q) * s is computed in double (exact: both factors are short).
-//   * a scale of 0 (zero amax, underflow, or a static scale of 0) gives all-zero codes and values;
-//     nothing is ever divided by zero.
+//   * a scale of 0 or below (zero amax, underflow, or a zero or negative static scale) gives
+//     all-zero codes and values; nothing is ever divided by zero.
 #include "cpu/quant_reference.h"
 
 #include <algorithm>
@@ -24,6 +24,8 @@
 #include <fmt/ranges.h>
 
 #include "moekit/float_formats.h"
+#include "parallel.h"
+#include "validate.h"
 
 namespace moekit::cpu {
 namespace {
@@ -125,30 +127,11 @@ int64_t group_of(const MoeProblem& p, const Spec& s) { return s.fixed_group > 0 
 
 std::string shape_str(std::span<const int64_t> s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-Status check_placement(std::string_view name, const TensorView& t) {
-  if (!t.device().is_cpu())
-    return Status::InvalidArgument(fmt::format("{}: {} is not a host (cpu) tensor, which the CPU reference needs", name, t.describe()));
-  if (!t.is_contiguous()) return Status::InvalidArgument(fmt::format("{}: {} is not contiguous", name, t.describe()));
-  return Status::Ok();
-}
-
-Status check_dtype(std::string_view name, const TensorView& t, std::span<const DType> allowed, std::string_view by) {
-  if (std::find(allowed.begin(), allowed.end(), t.dtype()) != allowed.end()) return Status::Ok();
-  if (allowed.size() == 1)
-    return Status::InvalidArgument(fmt::format("{}: dtype {} does not match {} required by {}", name,
-                                               dtype_name(t.dtype()), dtype_name(allowed[0]), by));
-  std::vector<std::string_view> names;
-  for (DType d : allowed) names.push_back(dtype_name(d));
-  return Status::InvalidArgument(fmt::format("{}: dtype {} is not one of {} allowed by {}", name,
-                                             dtype_name(t.dtype()), fmt::join(names, ", "), by));
-}
-
-Status check_shape(std::string_view name, const TensorView& t, const std::vector<int64_t>& want, std::string_view by,
-                   std::string_view layout) {
-  const auto s = t.shape();
-  if (std::equal(s.begin(), s.end(), want.begin(), want.end())) return Status::Ok();
-  return Status::InvalidArgument(fmt::format("{}: shape {} does not match {} required by {} ({})", name, shape_str(s),
-                                             shape_str(want), by, layout));
+// The weight-side shape message: "w13_scale: shape [8, 3] does not match [8, 24, 23] required by
+// fp8_block ([E_local, ceil(N/128), ceil(K/128)])".
+Status check_layout(std::string_view name, const TensorView& t, const std::vector<int64_t>& want, std::string_view by,
+                    std::string_view layout) {
+  return check_shape(name, t, want, fmt::format("{} required by {} ({})", shape_str(want), by, layout));
 }
 
 Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
@@ -168,14 +151,14 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
                                                                   {&z_name, &f.zero_point}, {&gs_name, &f.global_scale},
                                                                   {&is_name, &f.input_scale}, {&pq_name, &f.pre_quant_scale}};
   for (const auto& [name, t] : all)
-    if (t->defined()) MOEKIT_RETURN_IF_ERROR(check_placement(*name, *t));
+    if (t->defined()) MOEKIT_RETURN_IF_ERROR(check_host_placement(*name, *t));
 
   // The weight.
   const DType w_dtype = p.quant == QuantScheme::kNone ? p.activation_dtype : spec.weight;
   const std::string by_w = p.quant == QuantScheme::kNone ? std::string("none (the activation dtype)") : std::string(scheme);
   MOEKIT_RETURN_IF_ERROR(check_dtype(w_name, f.w, {&w_dtype, 1}, by_w));
-  MOEKIT_RETURN_IF_ERROR(check_shape(w_name, f.w, {E, N, K}, scheme,
-                                     g == Gemm::k1 ? "[E_local, gemm1_rows, H]" : "[E_local, H, I]"));
+  MOEKIT_RETURN_IF_ERROR(check_layout(w_name, f.w, {E, N, K}, scheme,
+                                      g == Gemm::k1 ? "[E_local, gemm1_rows, H]" : "[E_local, H, I]"));
   const int64_t group = spec.scale == WeightScale::kGroup ? group_of(p, spec) : 0;
   if (group > 0 && K % group != 0) {
     if (spec.fixed_group == 0)
@@ -193,19 +176,19 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     MOEKIT_RETURN_IF_ERROR(check_dtype(s_name, f.scale, {spec.scale_dtypes.data(), size_t(spec.num_scale_dtypes)}, scheme));
     switch (spec.scale) {
       case WeightScale::kPerTensor:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E}, scheme, "[E_local]"));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E}, scheme, "[E_local]"));
         break;
       case WeightScale::kPerChannel:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, N}, scheme, "[E_local, N]"));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, N}, scheme, "[E_local, N]"));
         break;
       case WeightScale::kBlock128:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, (N + 127) / 128, (K + 127) / 128}, scheme,
-                                           "[E_local, ceil(N/128), ceil(K/128)]"));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, (N + 127) / 128, (K + 127) / 128}, scheme,
+                                            "[E_local, ceil(N/128), ceil(K/128)]"));
         break;
       case WeightScale::kGroup:
-        MOEKIT_RETURN_IF_ERROR(check_shape(s_name, f.scale, {E, N, K / group}, scheme,
-                                           fmt::format("[E_local, N, K/{}]", spec.fixed_group ? std::to_string(group)
-                                                                                              : std::string("group_size"))));
+        MOEKIT_RETURN_IF_ERROR(check_layout(s_name, f.scale, {E, N, K / group}, scheme,
+                                            fmt::format("[E_local, N, K/{}]", spec.fixed_group ? std::to_string(group)
+                                                                                               : std::string("group_size"))));
         break;
       case WeightScale::kNone: break;
     }
@@ -217,14 +200,14 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
       return Status::InvalidArgument(fmt::format("{}: given but {} has no zero points", z_name, scheme));
     const DType zd[] = {kF32, f.scale.dtype()};
     MOEKIT_RETURN_IF_ERROR(check_dtype(z_name, f.zero_point, zd, fmt::format("{} (f32 or the scale dtype)", scheme)));
-    MOEKIT_RETURN_IF_ERROR(check_shape(z_name, f.zero_point, {E, N, K / group}, scheme, "[E_local, N, K/group_size]"));
+    MOEKIT_RETURN_IF_ERROR(check_layout(z_name, f.zero_point, {E, N, K / group}, scheme, "[E_local, N, K/group_size]"));
   }
 
   if (f.global_scale.defined()) {
     if (spec.global_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no global scales", gs_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(gs_name, f.global_scale, {&kF32, 1}, scheme));
-    MOEKIT_RETURN_IF_ERROR(check_shape(gs_name, f.global_scale, {E}, scheme, "[E_local]"));
+    MOEKIT_RETURN_IF_ERROR(check_layout(gs_name, f.global_scale, {E}, scheme, "[E_local]"));
   } else if (spec.global_scale == Need::kRequired) {
     return Status::InvalidArgument(fmt::format("{}: required by {} but not given", gs_name, scheme));
   }
@@ -233,7 +216,7 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     if (spec.input_scale == Need::kNo)
       return Status::InvalidArgument(fmt::format("{}: given but {} has no static input scales", is_name, scheme));
     MOEKIT_RETURN_IF_ERROR(check_dtype(is_name, f.input_scale, {&kF32, 1}, scheme));
-    if (f.input_scale.ndim() != 0) MOEKIT_RETURN_IF_ERROR(check_shape(is_name, f.input_scale, {E}, scheme, "[] or [E_local]"));
+    if (f.input_scale.ndim() != 0) MOEKIT_RETURN_IF_ERROR(check_layout(is_name, f.input_scale, {E}, scheme, "[] or [E_local]"));
   } else if (spec.input_scale == Need::kRequired) {
     return Status::InvalidArgument(fmt::format("{}: required by {} but not given", is_name, scheme));
   }
@@ -243,8 +226,8 @@ Status validate_gemm(const MoeProblem& p, const MoeWeights& weights, Gemm g) {
     const DType pd[] = {kF32, DType::kF16, DType::kBF16};
     MOEKIT_RETURN_IF_ERROR(check_dtype(pq_name, f.pre_quant_scale, pd, "a pre-quant scale"));
     const std::string layout = fmt::format("[{0}] or [E_local, {0}]", f.k_name);
-    if (f.pre_quant_scale.ndim() == 1) MOEKIT_RETURN_IF_ERROR(check_shape(pq_name, f.pre_quant_scale, {K}, scheme, layout));
-    else MOEKIT_RETURN_IF_ERROR(check_shape(pq_name, f.pre_quant_scale, {E, K}, scheme, layout));
+    if (f.pre_quant_scale.ndim() == 1) MOEKIT_RETURN_IF_ERROR(check_layout(pq_name, f.pre_quant_scale, {K}, scheme, layout));
+    else MOEKIT_RETURN_IF_ERROR(check_layout(pq_name, f.pre_quant_scale, {E, K}, scheme, layout));
   }
   return Status::Ok();
 }
@@ -270,9 +253,10 @@ float amax_of(const double* x, int64_t n) {
   return a;
 }
 
-// x[i] <- decode(encode(float(x[i]) / s)) * s. A zero scale gives zeros (no 0/0).
+// x[i] <- decode(encode(float(x[i]) / s)) * s. A scale of 0 or below gives zeros (no 0/0; a
+// negative static scale is not a valid scale, and would otherwise give back about x).
 void fake_quant(double* x, int64_t n, float s, Codec c) {
-  if (s == 0.0f) {
+  if (s <= 0.0f) {
     std::fill(x, x + n, 0.0);
     return;
   }
@@ -282,7 +266,7 @@ void fake_quant(double* x, int64_t n, float s, Codec c) {
 // Dynamic scales per row per `block` elements along K (block = K: per row); s = amax / qmax in fp32.
 void quant_blocks(std::span<double> rows, int64_t K, int64_t block, float qmax, Codec c) {
   const int64_t R = static_cast<int64_t>(rows.size()) / K;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t b = 0; b < K; b += block) {
       double* x = rows.data() + r * K + b;
@@ -295,7 +279,7 @@ void quant_blocks(std::span<double> rows, int64_t K, int64_t block, float qmax, 
 // MXFP8: an e8m0 scale per 32, rounded up so that amax / scale <= 448 (nothing saturates).
 void quant_mxfp8(std::span<double> rows, int64_t K) {
   const int64_t R = static_cast<int64_t>(rows.size()) / K;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t b = 0; b < K; b += 32) {
       double* x = rows.data() + r * K + b;
@@ -342,54 +326,62 @@ Status validate_quantization(const MoeProblem& problem, const MoeWeights& weight
   return validate_gemm(problem, weights, Gemm::k2);
 }
 
-void dequantize_weight(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, std::vector<double>& out) {
+void dequantize_weight_row(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, int64_t n, double* out,
+                           int64_t stride) {
   const Spec spec = spec_of(problem.quant);
   const GemmFields f = fields_of(problem, weights, g);
   const int64_t N = f.n, K = f.k;
-  out.resize(static_cast<size_t>(N * K));
-  const void* wd = f.w.data();
-  const DType wt = f.w.dtype();
-  const int64_t base = static_cast<int64_t>(e) * N * K;
+  const int64_t row = (static_cast<int64_t>(e) * N + n) * K;  // first element of the row
   const void* sd = f.scale.data();
   const DType st = f.scale.dtype();
-  switch (spec.scale) {
-    case WeightScale::kNone:
-      for (int64_t i = 0; i < N * K; ++i) out[i] = load_element(wd, wt, base + i);
-      return;
-    case WeightScale::kPerTensor: {
-      const double s = load_element(sd, st, e);
-      for (int64_t i = 0; i < N * K; ++i) out[i] = load_element(wd, wt, base + i) * s;
-      return;
-    }
-    case WeightScale::kPerChannel:
-      for (int64_t n = 0; n < N; ++n) {
-        const double s = load_element(sd, st, static_cast<int64_t>(e) * N + n);
-        for (int64_t k = 0; k < K; ++k) out[n * K + k] = load_element(wd, wt, base + n * K + k) * s;
+  // One scale for the whole row (1 for kNone); the block and group scales change along k.
+  double row_scale = 1.0;
+  if (spec.scale == WeightScale::kPerTensor) row_scale = load_element(sd, st, e);
+  if (spec.scale == WeightScale::kPerChannel) row_scale = load_element(sd, st, static_cast<int64_t>(e) * N + n);
+  const int64_t group = spec.scale == WeightScale::kGroup ? group_of(problem, spec) : 128;
+  const int64_t G = K / group;
+  const bool has_zero = f.zero_point.defined();
+  // NVFP4's global scale; 1 otherwise. All products below are exact in double.
+  const double global = f.global_scale.defined() ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
+
+  // The row is decoded in chunks of 128 codes (a multiple of every group and the fp8 block), so a
+  // chunk never straddles a scale block and the buffer stays on the stack.
+  constexpr int64_t kChunk = 128;
+  double q[kChunk];
+  for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+    const int64_t c = std::min(kChunk, K - k0);
+    load_elements(f.w.data(), f.w.dtype(), row + k0, c, q);
+    double* o = out + k0 * stride;
+    switch (spec.scale) {
+      case WeightScale::kNone:
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i];
+        break;
+      case WeightScale::kPerTensor:
+      case WeightScale::kPerChannel:
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i] * row_scale;
+        break;
+      case WeightScale::kBlock128: {
+        const int64_t kb = (K + 127) / 128;
+        const double s = load_element(sd, st, (static_cast<int64_t>(e) * ((N + 127) / 128) + n / 128) * kb + k0 / 128);
+        for (int64_t i = 0; i < c; ++i) o[i * stride] = q[i] * s;
+        break;
       }
-      return;
-    case WeightScale::kBlock128: {
-      const int64_t nb = (N + 127) / 128, kb = (K + 127) / 128;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) {
-          const double s = load_element(sd, st, (static_cast<int64_t>(e) * nb + n / 128) * kb + k / 128);
-          out[n * K + k] = load_element(wd, wt, base + n * K + k) * s;
-        }
-      return;
-    }
-    case WeightScale::kGroup: {
-      const int64_t group = group_of(problem, spec), G = K / group;
-      const bool has_zero = f.zero_point.defined();
-      // NVFP4's global scale; 1 otherwise. All products below are exact in double.
-      const double global = f.global_scale.defined() ? load_element(f.global_scale.data(), f.global_scale.dtype(), e) : 1.0;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t si = (static_cast<int64_t>(e) * N + n) * G + k / group;
+      case WeightScale::kGroup:
+        for (int64_t g0 = 0; g0 < c; g0 += group) {
+          const int64_t si = (static_cast<int64_t>(e) * N + n) * G + (k0 + g0) / group;
           const double z = has_zero ? load_element(f.zero_point.data(), f.zero_point.dtype(), si) : 0.0;
-          out[n * K + k] = (load_element(wd, wt, base + n * K + k) - z) * load_element(sd, st, si) * global;
+          const double s = load_element(sd, st, si);
+          for (int64_t i = g0; i < g0 + group; ++i) o[i * stride] = (q[i] - z) * s * global;
         }
-      return;
+        break;
     }
   }
+}
+
+void dequantize_weight(const MoeProblem& problem, const MoeWeights& weights, Gemm g, int e, std::vector<double>& out) {
+  const GemmFields f = fields_of(problem, weights, g);
+  out.resize(static_cast<size_t>(f.n * f.k));
+  for (int64_t n = 0; n < f.n; ++n) dequantize_weight_row(problem, weights, g, e, n, out.data() + n * f.k, 1);
 }
 
 void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, Gemm g, std::span<double> rows,
@@ -412,7 +404,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
   // rounding it to float later is the same as an fp32 multiply.
   if (f.pre_quant_scale.defined()) {
     const TensorView& pq = f.pre_quant_scale;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K))
     for (int64_t r = 0; r < R; ++r) {
       const int64_t off = pq.ndim() == 2 ? expert_of(r) * K : 0;
       for (int64_t k = 0; k < K; ++k) rows[r * K + k] *= load_element(pq.data(), pq.dtype(), off + k);
@@ -426,18 +418,18 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
         // Dynamic: one scale for everything passed in. max is order-independent, so the parallel
         // per-row amax followed by a serial max is deterministic.
         std::vector<float> row_amax(static_cast<size_t>(R));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K))
         for (int64_t r = 0; r < R; ++r) row_amax[r] = amax_of(rows.data() + r * K, K);
         float amax = 0.0f;
         for (float a : row_amax) amax = std::fmax(amax, a);
         const float s = amax / 448.0f;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
         for (int64_t r = 0; r < R; ++r) fake_quant(rows.data() + r * K, K, s, Codec::kE4M3);
         return;
       }
       [[fallthrough]];
     case ActQuant::kFp8Static:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
       for (int64_t r = 0; r < R; ++r) fake_quant(rows.data() + r * K, K, static_scale(f.input_scale, r), Codec::kE4M3);
       return;
     case ActQuant::kFp8PerRow: quant_blocks(rows, K, K, 448.0f, Codec::kE4M3); return;
@@ -445,7 +437,7 @@ void quantize_activations(const MoeProblem& problem, const MoeWeights& weights, 
     case ActQuant::kInt8PerRow: quant_blocks(rows, K, K, 127.0f, Codec::kI8); return;
     case ActQuant::kMxfp8: quant_mxfp8(rows, K); return;
     case ActQuant::kNvfp4:
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(R * K * kCostOfEncode))
       for (int64_t r = 0; r < R; ++r) quant_nvfp4_row(rows.data() + r * K, K, static_scale(f.input_scale, r));
       return;
   }

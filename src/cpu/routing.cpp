@@ -16,9 +16,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "cpu/routing_reference.h"
+#include "cpu/validate.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
 
@@ -187,70 +187,26 @@ void route_token(const RoutingParams& params, std::span<const double> logits, st
 
 namespace {
 
-// Checks that a tensor is on the CPU, of an allowed dtype, of `shape` (a negative extent matches
-// any) and contiguous, in that order, so the first problem found is the one reported.
-Status check_tensor(std::string_view name, const TensorView& v, std::span<const DType> dtypes,
-                    std::span<const int64_t> shape, std::string_view shape_text) {
-  if (!v.device().is_cpu()) return Status::InvalidArgument(fmt::format("{} must be a CPU tensor, got {}", name, v.describe()));
-  if (std::find(dtypes.begin(), dtypes.end(), v.dtype()) == dtypes.end()) {
-    std::vector<std::string_view> names;
-    for (DType d : dtypes) names.push_back(dtype_name(d));
-    return Status::InvalidArgument(fmt::format("{} must be {}, got {}", name, fmt::join(names, " or "), v.describe()));
-  }
-  bool shape_ok = v.ndim() == static_cast<int>(shape.size());
-  for (size_t d = 0; shape_ok && d < shape.size(); ++d)
-    shape_ok = shape[d] < 0 || v.size(static_cast<int>(d)) == shape[d];
-  if (!shape_ok) return Status::InvalidArgument(fmt::format("{} must be {}, got {}", name, shape_text, v.describe()));
-  if (!v.is_contiguous())
-    return Status::InvalidArgument(fmt::format("{} must be contiguous, got {} with strides [{}]", name, v.describe(),
-                                               fmt::join(v.strides(), ", ")));
-  if (v.data() == nullptr && v.numel() > 0)
-    return Status::InvalidArgument(fmt::format("{} {} has a null data pointer", name, v.describe()));
-  return Status::Ok();
-}
-
-// "Given" means it holds data: a default TensorView (or a zero-element one) is absent.
-bool is_given(const TensorView& v) { return v.data() != nullptr && v.numel() > 0; }
-
 Status validate_route(const RoutingParams& p, int e, int k, const TensorView& logits, const TensorView& bias,
                       const TensorView& ids, const TensorView& weights) {
   MOEKIT_RETURN_IF_ERROR(validate_routing_params(p, e, k));
-  const bool deepseek = p.method == RoutingMethod::kDeepSeekV3;
-  const DType logit_types[] = {DType::kF32, DType::kBF16};
   const int64_t logits_shape[] = {-1, e};
-  MOEKIT_RETURN_IF_ERROR(check_tensor("logits", logits, logit_types, logits_shape,
-                                      fmt::format("[T, {}] (num_experts={})", e, e)));
-  if (deepseek) {
-    if (!is_given(bias))
-      return Status::InvalidArgument(fmt::format("correction_bias [{}] is required for routing method deepseek_v3", e));
+  MOEKIT_RETURN_IF_ERROR(check_host_tensor("logits", logits, {DType::kF32, DType::kBF16}, logits_shape,
+                                           fmt::format("[T, {}] (num_experts={})", e, e)));
+  if (p.method == RoutingMethod::kDeepSeekV3) {
     const int64_t bias_shape[] = {e};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("correction_bias", bias, logit_types, bias_shape,
-                                        fmt::format("[{}] (num_experts={})", e, e)));
-  } else if (is_given(bias)) {
+    MOEKIT_RETURN_IF_ERROR(check_host_tensor("correction_bias", bias, {DType::kF32, DType::kBF16}, bias_shape,
+                                             fmt::format("[{}] (num_experts={}) for routing method deepseek_v3", e, e)));
+  } else if (bias.defined()) {
     // Rejected rather than ignored: a caller passing a bias expects it to change the routing.
-    return Status::InvalidArgument(fmt::format("correction_bias {} is given but routing method {} does not use it",
+    return Status::InvalidArgument(fmt::format("correction_bias: {} is given but routing method {} does not use it",
                                                bias.describe(), method_name(p.method)));
   }
   const int64_t t = logits.size(0);
   const int64_t out_shape[] = {t, k};
   const std::string out_text = fmt::format("[{}, {}] (T={}, top_k={})", t, k, t, k);
-  const DType id_types[] = {DType::kI32};
-  const DType weight_types[] = {DType::kF32};
-  MOEKIT_RETURN_IF_ERROR(check_tensor("topk_ids", ids, id_types, out_shape, out_text));
-  MOEKIT_RETURN_IF_ERROR(check_tensor("topk_weights", weights, weight_types, out_shape, out_text));
-  return Status::Ok();
-}
-
-// Reads `n` contiguous f32 or bf16 values starting at element `first` into double.
-void load_row(const TensorView& v, int64_t first, int n, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(n));
-  if (v.dtype() == DType::kF32) {
-    const float* src = v.data_as<const float>() + first;
-    for (int i = 0; i < n; ++i) out[i] = src[i];
-  } else {
-    const uint16_t* src = v.data_as<const uint16_t>() + first;
-    for (int i = 0; i < n; ++i) out[i] = decode_bf16(src[i]);
-  }
+  MOEKIT_RETURN_IF_ERROR(check_host_tensor("topk_ids", ids, {DType::kI32}, out_shape, out_text));
+  return check_host_tensor("topk_weights", weights, {DType::kF32}, out_shape, out_text);
 }
 
 }  // namespace
@@ -283,7 +239,10 @@ Status route(const RoutingParams& params, int num_experts, int top_k, const Tens
   const int e = num_experts;
   const int k = top_k;
   std::vector<double> bias;
-  if (params.method == RoutingMethod::kDeepSeekV3) load_row(correction_bias, 0, e, bias);
+  if (params.method == RoutingMethod::kDeepSeekV3) {
+    bias.resize(static_cast<size_t>(e));
+    load_elements(correction_bias.data(), correction_bias.dtype(), 0, e, bias.data());
+  }
   int32_t* ids = topk_ids.data_as<int32_t>();
   float* weights = topk_weights.data_as<float>();
 
@@ -296,7 +255,8 @@ Status route(const RoutingParams& params, int num_experts, int top_k, const Tens
   for (int64_t t = 0; t < tokens; ++t) {
     try {
       thread_local std::vector<double> row;
-      load_row(logits, t * e, e, row);
+      row.resize(static_cast<size_t>(e));
+      load_elements(logits.data(), logits.dtype(), t * e, e, row.data());
       route_token(params, row, bias, std::span<int32_t>(ids + t * k, static_cast<size_t>(k)),
                   std::span<float>(weights + t * k, static_cast<size_t>(k)));
     } catch (const std::bad_alloc&) {

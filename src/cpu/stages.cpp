@@ -231,23 +231,26 @@ GemmShape gemm_shape(const MoeProblem& p, Gemm g) {
   return g == Gemm::k1 ? GemmShape{g, p.gemm1_rows(), p.hidden} : GemmShape{g, p.hidden, p.intermediate};
 }
 
-// Expert e's weight for one GEMM, row by row, as doubles: unquantized weights are read directly,
-// quantized ones are dequantized once per expert and kept (for the expert currently in use).
+// Expert e's weight for one GEMM, one row at a time, as doubles: streamed through
+// dequantize_weight_row (every scheme, unquantized included), so memory does not grow with the
+// expert's size.
 class ExpertWeight {
  public:
   ExpertWeight(const MoeProblem& p, const MoeWeights& w, GemmShape s) : p_(p), w_(w), s_(s), row_(static_cast<size_t>(s.k)) {}
   void select(int e) {
     if (e == e_) return;
     e_ = e;
-    if (p_.quant != QuantScheme::kNone) dequantize_weight(p_, w_, s_.g, e, dequantized_);
     const TensorView& bias = s_.g == Gemm::k1 ? w_.w13_bias : w_.w2_bias;
     bias_.assign(static_cast<size_t>(s_.n), 0.0);
     if (bias.defined()) load_doubles(bias, e * s_.n, s_.n, bias_.data());
   }
   // Needs select() first. The pointer is valid until the next row() call on this object.
   const double* row(int64_t n) {
-    if (p_.quant != QuantScheme::kNone) return dequantized_.data() + n * s_.k;
-    load_doubles(s_.g == Gemm::k1 ? w_.w13 : w_.w2, (e_ * s_.n + n) * s_.k, s_.k, row_.data());
+    if (p_.quant == QuantScheme::kNone) {
+      load_doubles(s_.g == Gemm::k1 ? w_.w13 : w_.w2, (e_ * s_.n + n) * s_.k, s_.k, row_.data());
+    } else {
+      dequantize_weight_row(p_, w_, s_.g, e_, n, row_.data(), 1);
+    }
     return row_.data();
   }
   double bias(int64_t n) const { return bias_[n]; }
@@ -257,7 +260,6 @@ class ExpertWeight {
   const MoeWeights& w_;
   GemmShape s_;
   int e_ = -1;
-  std::vector<double> dequantized_;
   std::vector<double> row_;
   std::vector<double> bias_;
 };
@@ -273,14 +275,11 @@ double dot(const double* a, const double* b, int64_t k) {
 // y[r, :] = x[r, :] * W_e^T + bias_e for rows [begin, end) of expert e, threads over columns.
 void expert_gemm(const StageContext& c, GemmShape s, int e, int64_t begin, int64_t end, const double* x, double* y) {
   if (begin == end) return;
-  ExpertWeight shared(c.problem, c.weights, s);
-  shared.select(e);  // dequantizes once, outside the parallel region
   // Small GEMMs (decode rows, tests) stay on the calling thread: starting a team costs more.
 #pragma omp parallel if ((end - begin) * s.n * s.k >= kParallelMinWork)
   {
-    ExpertWeight local(c.problem, c.weights, s);
-    ExpertWeight& w = c.problem.quant == QuantScheme::kNone ? local : shared;
-    if (&w == &local) local.select(e);
+    ExpertWeight w(c.problem, c.weights, s);
+    w.select(e);
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < s.n; ++n) {
       const double* wn = w.row(n);

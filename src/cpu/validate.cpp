@@ -1,6 +1,7 @@
 // Validation of a whole layer call for the CPU backend: nothing runs until all of this passes.
 #include "validate.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,25 +14,51 @@
 
 namespace moekit::cpu {
 
-Status check_host_tensor(std::string_view name, const TensorView& t, std::initializer_list<DType> dtypes,
-                         std::span<const int64_t> shape) {
-  if (t.data() == nullptr && t.ndim() == 0)
-    return Status::InvalidArgument(fmt::format("{}: required tensor is missing (expected shape [{}])", name, fmt::join(shape, ", ")));
+namespace {
+
+// The wanted shape as the messages print it.
+std::string wanted(std::span<const int64_t> shape, std::string_view expected) {
+  return expected.empty() ? fmt::format("[{}]", fmt::join(shape, ", ")) : std::string(expected);
+}
+
+}  // namespace
+
+Status check_host_placement(std::string_view name, const TensorView& t) {
   if (!t.device().is_cpu())
-    return Status::InvalidArgument(fmt::format("{}: tensor {} is not on the CPU; the CPU backend needs host tensors", name, t.describe()));
-  bool dtype_ok = false;
-  for (DType d : dtypes) dtype_ok |= d == t.dtype();
-  if (!dtype_ok) {
-    std::vector<std::string_view> names;
-    for (DType d : dtypes) names.push_back(dtype_name(d));
-    return Status::InvalidArgument(fmt::format("{}: dtype {} is not one of {}", name, dtype_name(t.dtype()), fmt::join(names, ", ")));
-  }
-  if (!std::equal(t.shape().begin(), t.shape().end(), shape.begin(), shape.end()))
-    return Status::InvalidArgument(fmt::format("{}: shape [{}] does not match the expected [{}]", name, fmt::join(t.shape(), ", "),
-                                               fmt::join(shape, ", ")));
+    return Status::InvalidArgument(fmt::format("{}: {} is not a host (cpu) tensor, which the CPU reference needs", name, t.describe()));
   if (!t.is_contiguous())
-    return Status::InvalidArgument(fmt::format("{}: tensor {} must be contiguous", name, t.describe()));
+    return Status::InvalidArgument(fmt::format("{}: {} with strides [{}] is not contiguous", name, t.describe(),
+                                               fmt::join(t.strides(), ", ")));
   return Status::Ok();
+}
+
+Status check_dtype(std::string_view name, const TensorView& t, std::span<const DType> allowed, std::string_view by) {
+  if (std::find(allowed.begin(), allowed.end(), t.dtype()) != allowed.end()) return Status::Ok();
+  const std::string suffix = by.empty() ? std::string() : fmt::format(" {} {}", allowed.size() == 1 ? "required by" : "allowed by", by);
+  if (allowed.size() == 1)
+    return Status::InvalidArgument(fmt::format("{}: dtype {} does not match {}{}", name, dtype_name(t.dtype()),
+                                               dtype_name(allowed[0]), suffix));
+  std::vector<std::string_view> names;
+  for (DType d : allowed) names.push_back(dtype_name(d));
+  return Status::InvalidArgument(fmt::format("{}: dtype {} is not one of {}{}", name, dtype_name(t.dtype()),
+                                             fmt::join(names, ", "), suffix));
+}
+
+Status check_shape(std::string_view name, const TensorView& t, std::span<const int64_t> shape, std::string_view expected) {
+  bool ok = t.ndim() == static_cast<int>(shape.size());
+  for (size_t d = 0; ok && d < shape.size(); ++d) ok = shape[d] < 0 || t.size(static_cast<int>(d)) == shape[d];
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("{}: shape [{}] does not match {}", name, fmt::join(t.shape(), ", "), wanted(shape, expected)));
+}
+
+Status check_host_tensor(std::string_view name, const TensorView& t, std::initializer_list<DType> dtypes,
+                         std::span<const int64_t> shape, std::string_view expected) {
+  if (!t.defined())
+    return Status::InvalidArgument(fmt::format("{}: required but not given (expected {})", name, wanted(shape, expected)));
+  MOEKIT_RETURN_IF_ERROR(check_host_placement(name, t));
+  MOEKIT_RETURN_IF_ERROR(check_dtype(name, t, std::span<const DType>(dtypes.begin(), dtypes.size())));
+  return check_shape(name, t, shape, expected);
 }
 
 int local_expert_of(const MoeProblem& p, const MoeWeights& w, int g) {

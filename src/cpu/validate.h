@@ -1,4 +1,6 @@
-// Checks shared by the CPU backend's entry points. Each returns a Status naming the field and value.
+// Checks shared by the CPU backend's entry points (cpu::validate, cpu::route, the quantization
+// checks). Each returns a Status whose message starts with the field name: "hidden: shape [3, 41]
+// does not match [3, 40]".
 #pragma once
 
 #include <initializer_list>
@@ -11,9 +13,20 @@
 
 namespace moekit::cpu {
 
-// `name` is a host, contiguous tensor of one of `dtypes` with exactly `shape`.
+// A given tensor the CPU backend may read: host memory, contiguous.
+Status check_host_placement(std::string_view name, const TensorView& t);
+
+// t's dtype is one of `allowed`; `by` (e.g. "fp8_block") is named in the message when not empty.
+Status check_dtype(std::string_view name, const TensorView& t, std::span<const DType> allowed, std::string_view by = {});
+
+// t's shape is `shape`, where a negative extent matches any. `expected` describes the wanted shape
+// in the message (default: `shape` itself), e.g. "[T, 8] (num_experts=8)".
+Status check_shape(std::string_view name, const TensorView& t, std::span<const int64_t> shape,
+                   std::string_view expected = {});
+
+// A required tensor: given, then check_host_placement, check_dtype and check_shape, in that order.
 Status check_host_tensor(std::string_view name, const TensorView& t, std::initializer_list<DType> dtypes,
-                         std::span<const int64_t> shape);
+                         std::span<const int64_t> shape, std::string_view expected = {});
 
 // Local index of global expert `g`, or -1 when this rank does not hold it.
 int local_expert_of(const MoeProblem& problem, const MoeWeights& weights, int g);

@@ -223,6 +223,29 @@ TEST(FloatFormats, ElementAccessRoundTripsEveryDType) {
   }
 }
 
+// The bulk reader equals load_element on every dtype, from every start offset (odd starts of the
+// packed types begin in a high nibble), over random bytes that include every special code.
+TEST(FloatFormats, LoadElementsEqualsLoadElement) {
+  std::mt19937 rng(11);
+  alignas(8) uint8_t buf[512];
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (DType t : all_dtypes()) {
+    const int64_t capacity = 512 * 8 / dtype_bits(t);
+    for (int64_t first : {int64_t{0}, int64_t{1}, int64_t{3}, capacity - 40}) {
+      double got[40];
+      load_elements(buf, t, first, 40, got);
+      for (int64_t i = 0; i < 40; ++i) {
+        const double want = load_element(buf, t, first + i);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got[i])) << dtype_name(t) << " element " << first + i;
+        } else {
+          EXPECT_EQ(got[i], want) << dtype_name(t) << " element " << first + i;
+        }
+      }
+    }
+  }
+}
+
 TEST(FloatFormats, MaxFinite) {
   EXPECT_EQ(dtype_max_finite(DType::kE4M3), 448.0);
   EXPECT_EQ(dtype_max_finite(DType::kE5M2), 57344.0);

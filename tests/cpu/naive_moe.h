@@ -1,15 +1,21 @@
 // A deliberately naive, independently written float64 MoE layer, used only as a test oracle for
 // moekit::cpu::run_reference. It shares no code with src/cpu: it walks token by token (or row by
-// row), reads every element through load_element, and follows moekit/moe_problem.h literally.
-// QuantScheme::kNone only. Speed is not a goal; clarity is.
+// row), reads every element one at a time, and follows moekit/moe_problem.h and
+// docs/moe-semantics.md literally. Quantized schemes go through tests/cpu/naive_quant.h (its own
+// decoders and quantizers). The layer is staged only where the semantics need it: a dynamic
+// per-tensor activation scale is taken over every row that enters a GEMM, so all rows are expanded
+// (and quantized) before gemm1, and all activations computed (and quantized) before gemm2.
+// Speed is not a goal; clarity is.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <vector>
 
+#include "cpu/naive_quant.h"
 #include "moekit/float_formats.h"
 #include "moekit/moe_problem.h"
 #include "moekit/tensor.h"
@@ -144,6 +150,8 @@ inline std::vector<TokenRoute> routes(const MoeProblem& p, const MoeInputs& in) 
       if (p.routing.method == RoutingMethod::kDeepSeekV3 && given(in.e_score_correction_bias))
         for (int e = 0; e < p.num_experts; ++e) bias.push_back(get(in.e_score_correction_bias, {e}));
       all[t] = route_token(p.routing, p.top_k, logits, bias);
+      // Routing hands the layer f32 weights (topk_weights [T, K] f32, docs/moe-semantics.md).
+      for (double& w : all[t].weights) w = static_cast<float>(w);
     }
   }
   return all;
@@ -159,24 +167,35 @@ inline int local_index(const MoeProblem& p, const MoeWeights& w, int e) {
   return -1;
 }
 
-inline bool is_gated(Activation a) {
-  return a == Activation::kSwiGLU || a == Activation::kGeGLU || a == Activation::kGeGLUTanh ||
-         a == Activation::kSwiGLUClamped;
+// GEMM g of every row: y[r] = W_e x[r] + b_e with e = expert[r]. Each output is a dot product in k
+// order with the bias added last. (Weight rows are decoded once per expert, not once per row: the
+// only concession to speed.)
+inline std::vector<std::vector<double>> gemm(const MoeProblem& p, const MoeWeights& w, Which g,
+                                             const std::vector<std::vector<double>>& x, const std::vector<int>& expert) {
+  const GemmTensors t = gemm_tensors(p, w, g);
+  const TensorView& bias = g == Which::k13 ? w.w13_bias : w.w2_bias;
+  std::vector<std::vector<double>> y(x.size(), std::vector<double>(static_cast<size_t>(t.N)));
+  const int n_local = p.num_local_experts < 0 ? p.num_experts : p.num_local_experts;
+  for (int le = 0; le < n_local; ++le) {
+    if (std::find(expert.begin(), expert.end(), le) == expert.end()) continue;
+    for (int64_t n = 0; n < t.N; ++n) {
+      const std::vector<double> row = weight_row(p, w, g, le, n);
+      for (size_t r = 0; r < x.size(); ++r) {
+        if (expert[r] != le) continue;
+        double acc = 0.0;
+        for (int64_t k = 0; k < t.K; ++k) acc += row[k] * x[r][k];
+        if (given(bias)) acc += get(bias, {le, n});
+        y[r][n] = acc;
+      }
+    }
+  }
+  return y;
 }
 
-// y = W2 act(W13 x + b13) + b2 for local expert le; x has H values.
-inline std::vector<double> expert_forward(const MoeProblem& p, const MoeWeights& w, int le,
-                                          const std::vector<double>& x) {
-  const int H = p.hidden, I = p.intermediate;
+// The I activation values from gemm1's output h (2I gate/up values when gated).
+inline std::vector<double> activate(const MoeProblem& p, const std::vector<double>& h) {
+  const int I = p.intermediate;
   const bool gated = is_gated(p.activation.kind);
-  const int rows = gated ? 2 * I : I;
-  std::vector<double> h(rows);
-  for (int j = 0; j < rows; ++j) {
-    double acc = 0.0;
-    for (int i = 0; i < H; ++i) acc += get(w.w13, {le, j, i}) * x[i];
-    if (given(w.w13_bias)) acc += get(w.w13_bias, {le, j});
-    h[j] = acc;
-  }
   std::vector<double> a(I);
   for (int i = 0; i < I; ++i) {
     if (!gated) {
@@ -211,78 +230,93 @@ inline std::vector<double> expert_forward(const MoeProblem& p, const MoeWeights&
       }
     }
   }
-  std::vector<double> y(H);
-  for (int o = 0; o < H; ++o) {
-    double acc = 0.0;
-    for (int i = 0; i < I; ++i) acc += get(w.w2, {le, o, i}) * a[i];
-    if (given(w.w2_bias)) acc += get(w.w2_bias, {le, o});
-    y[o] = acc;
-  }
-  return y;
+  return a;
 }
 
 // ---- The layer -----------------------------------------------------------------------------------
 
-// The expected contents of outputs.out, row-major in its documented shape. Masked rows that must stay
-// untouched hold a quiet NaN.
-inline std::vector<double> run(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in) {
+// One row through one local expert: its input x, and where its output goes (out_row of the output,
+// times coef; the masked format stores instead of adding).
+struct ExpandedRow {
+  int le;
+  int64_t out_row;
+  double coef;
+  std::vector<double> x;
+};
+
+// Every row of the call, in (token, slot) order for the routed formats, (expert, row) otherwise.
+inline std::vector<ExpandedRow> expand(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in) {
   const int H = p.hidden, K = p.top_k;
   const double scale = p.routing.routed_scaling_factor;
   const int n_local = p.num_local_experts < 0 ? p.num_experts : p.num_local_experts;
-
+  // Row of `hidden` starting at element `offset`, times `times`.
+  auto hidden_row = [&](int64_t offset, double times) {
+    std::vector<double> x(H);
+    for (int i = 0; i < H; ++i)
+      x[i] = load_element(in.hidden.data(), in.hidden.dtype(), offset + i * in.hidden.stride(in.hidden.ndim() - 1)) * times;
+    return x;
+  };
+  std::vector<ExpandedRow> rows;
   if (p.input_format == InputFormat::kMasked) {
     const int64_t max_m = in.hidden.size(1);
-    std::vector<double> out(static_cast<size_t>(n_local * max_m * H), std::numeric_limits<double>::quiet_NaN());
-    for (int le = 0; le < n_local; ++le) {
-      const int64_t m_valid = static_cast<int64_t>(get(in.masked_m, {le}));
-      for (int64_t m = 0; m < m_valid && m < max_m; ++m) {
-        std::vector<double> x(H);
-        for (int i = 0; i < H; ++i) x[i] = get(in.hidden, {le, m, i});
-        const std::vector<double> y = expert_forward(p, w, le, x);
-        for (int o = 0; o < H; ++o) out[(le * max_m + m) * H + o] = y[o];
-      }
-    }
-    return out;
+    for (int le = 0; le < n_local; ++le)
+      for (int64_t m = 0; m < static_cast<int64_t>(get(in.masked_m, {le})) && m < max_m; ++m)
+        rows.push_back({le, le * max_m + m, 1.0, hidden_row(le * in.hidden.stride(0) + m * in.hidden.stride(1), 1.0)});
+    return rows;
   }
-
-  const int64_t T = in.hidden.size(0);
   if (p.input_format == InputFormat::kIndexed) {
-    std::vector<double> out(static_cast<size_t>(T * H), 0.0);
     for (int le = 0; le < n_local; ++le) {
       const int64_t begin = static_cast<int64_t>(get(in.expert_offsets, {le}));
       const int64_t end = static_cast<int64_t>(get(in.expert_offsets, {le + 1}));
       for (int64_t r = begin; r < end; ++r) {
         const int64_t t = static_cast<int64_t>(get(in.gather_index, {r}));
         const double rw = get(in.row_weights, {r});
-        std::vector<double> x(H);
-        for (int i = 0; i < H; ++i) x[i] = get(in.hidden, {t, i}) * (p.apply_router_weight_on_input ? rw : 1.0);
-        const std::vector<double> y = expert_forward(p, w, le, x);
-        const double coef = scale * (p.apply_router_weight_on_input ? 1.0 : rw);
-        for (int o = 0; o < H; ++o) out[t * H + o] += coef * y[o];
+        const bool on_input = p.apply_router_weight_on_input;
+        rows.push_back({le, t, scale * (on_input ? 1.0 : rw), hidden_row(t * in.hidden.stride(0), on_input ? rw : 1.0)});
       }
     }
-    return out;
+    return rows;
   }
-
-  // kStandard and kPreRouted.
   const std::vector<TokenRoute> rt = routes(p, in);
-  std::vector<double> out(static_cast<size_t>(p.no_combine ? T * K * H : T * H), 0.0);
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = 0; t < static_cast<int64_t>(rt.size()); ++t) {
     for (int k = 0; k < K; ++k) {
       const int le = local_index(p, w, rt[t].ids[k]);
       if (le < 0) continue;  // not held here: contributes zero
       const double wt = rt[t].weights[k];
-      std::vector<double> x(H);
-      for (int i = 0; i < H; ++i) x[i] = get(in.hidden, {t, i}) * (p.apply_router_weight_on_input ? wt : 1.0);
-      const std::vector<double> y = expert_forward(p, w, le, x);
-      const double coef = scale * (p.apply_router_weight_on_input ? 1.0 : wt);
-      for (int o = 0; o < H; ++o) {
-        if (p.no_combine)
-          out[(t * K + k) * H + o] = coef * y[o];
-        else
-          out[t * H + o] += coef * y[o];
-      }
+      const bool on_input = p.apply_router_weight_on_input;
+      rows.push_back({le, p.no_combine ? t * K + k : t, scale * (on_input ? 1.0 : wt),
+                      hidden_row(t * in.hidden.stride(0), on_input ? wt : 1.0)});
     }
+  }
+  return rows;
+}
+
+// The expected contents of outputs.out, row-major in its documented shape, before the final
+// rounding to the activation dtype. Masked rows that must stay untouched hold a quiet NaN.
+inline std::vector<double> run(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in) {
+  const int H = p.hidden;
+  const int n_local = p.num_local_experts < 0 ? p.num_experts : p.num_local_experts;
+  const bool masked = p.input_format == InputFormat::kMasked;
+  int64_t out_rows;
+  if (masked) out_rows = n_local * in.hidden.size(1);
+  else out_rows = in.hidden.size(0) * (p.no_combine ? p.top_k : 1);
+  std::vector<double> out(static_cast<size_t>(out_rows * H), masked ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+
+  std::vector<ExpandedRow> rows = expand(p, w, in);
+  std::vector<std::vector<double>> act;
+  std::vector<int> experts;
+  for (ExpandedRow& r : rows) {
+    act.push_back(std::move(r.x));
+    experts.push_back(r.le);
+  }
+  quantize_rows(p, w, Which::k13, act, experts);
+  act = gemm(p, w, Which::k13, act, experts);
+  for (auto& a : act) a = activate(p, a);
+  quantize_rows(p, w, Which::k2, act, experts);
+  const std::vector<std::vector<double>> y = gemm(p, w, Which::k2, act, experts);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double* o = out.data() + rows[r].out_row * H;
+    for (int h = 0; h < H; ++h) o[h] = masked ? y[r][h] : o[h] + rows[r].coef * y[r][h];
   }
   return out;
 }

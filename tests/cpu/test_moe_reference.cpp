@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/layer_tensors.h"
 #include "cpu/naive_moe.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
@@ -28,64 +29,14 @@ constexpr DType kBF16 = DType::kBF16;
 constexpr DType kF16 = DType::kF16;
 constexpr DType kI32 = DType::kI32;
 
-constexpr uint32_t kPoisonF32 = 0x7FC0DEADu;  // a quiet NaN with a payload
-constexpr uint16_t kPoison16 = 0xFFFFu;       // bf16 and f16 NaN
-constexpr int32_t kPoisonI32 = -12345;
+using test::count_poison;
+using test::fill;
+using test::from_values;
+using test::is_poison;
+using test::make;
+using test::poison;
+using test::value_at;
 
-// ---- Tensors -------------------------------------------------------------------------------------
-
-Tensor make(DType dtype, std::vector<int64_t> shape) {
-  auto r = Tensor::empty(dtype, std::span<const int64_t>(shape.data(), shape.size()));
-  if (!r.ok()) throw Error(r.status());
-  return std::move(r).value();
-}
-
-template <typename F>
-void fill(const Tensor& t, F&& value_of_index) {
-  for (int64_t i = 0; i < t.numel(); ++i) store_element(t.data(), t.dtype(), i, value_of_index(i));
-}
-
-Tensor from_values(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values) {
-  Tensor t = make(dtype, std::move(shape));
-  if (static_cast<int64_t>(values.size()) != t.numel()) throw std::runtime_error("from_values: size mismatch");
-  fill(t, [&](int64_t i) { return values[static_cast<size_t>(i)]; });
-  return t;
-}
-
-void poison(const Tensor& t) {
-  if (t.data() == nullptr) return;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-      case kF32: std::memcpy(t.data_as<uint32_t>() + i, &kPoisonF32, 4); break;
-      case kBF16:
-      case kF16: t.data_as<uint16_t>()[i] = kPoison16; break;
-      case kI32: t.data_as<int32_t>()[i] = kPoisonI32; break;
-      default: throw std::runtime_error("poison: unexpected dtype");
-    }
-  }
-}
-
-bool is_poison(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case kF32: {
-      uint32_t bits;
-      std::memcpy(&bits, t.data_as<uint32_t>() + i, 4);
-      return bits == kPoisonF32;
-    }
-    case kBF16:
-    case kF16: return t.data_as<uint16_t>()[i] == kPoison16;
-    case kI32: return t.data_as<int32_t>()[i] == kPoisonI32;
-    default: return false;
-  }
-}
-
-int64_t count_poison(const Tensor& t) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) n += is_poison(t, i) ? 1 : 0;
-  return n;
-}
-
-double value_at(const Tensor& t, int64_t i) { return load_element(t.data(), t.dtype(), i); }
 
 // Distance in units in the last place between two 16-bit float encodings (same sign convention).
 int ulp_distance16(uint16_t a, uint16_t b) {

@@ -137,6 +137,20 @@ TEST(QuantFp8PerTensor, StaticPerExpertScale) {
   EXPECT_EQ(L.quant(Gemm::k2, {300, 1, 300, 1}, {0, 1}), (std::vector<double>{0, 0, 288, 1}));
 }
 
+// docs/quantization.md: "a zero or negative static scale yields zero codes". Without the rule a
+// negative scale would quantize -x / |s| and give back about x, as if the scale were valid.
+TEST(QuantFp8PerTensor, NegativeStaticScaleGivesZeros) {
+  Layer L = fp8_per_tensor();
+  L.set(L.w.w13_input_scale, make(DType::kF32, {}, {-0.5}));
+  EXPECT_EQ(L.quant(Gemm::k1, {1.0, -224, 3, 0.25, 0, 0, 0, 0}), std::vector<double>(8, 0.0));
+  Layer W(QuantScheme::kW4A8, 1, 128, 64);
+  W.p.group_size = 64;
+  W.set(W.w.w13_input_scale, make(DType::kF32, {1}, {-1}));
+  std::vector<double> row(128, 0.0);
+  row[0] = 5, row[1] = -2;
+  EXPECT_EQ(W.quant(Gemm::k1, row), std::vector<double>(128, 0.0));
+}
+
 // The quotient is static_cast<float>(x) / s in fp32, not x / s in double: find a double x whose
 // float rounding lands the fp32 quotient exactly on the e4m3 tie 1.0625 (-> 1.0) while the exact
 // quotient lies above it (-> 1.125).
@@ -192,7 +206,7 @@ TEST(QuantFp8PerTensor, ValidationMessages) {
   L.w.w13_scale = TensorView::create(buf, DType::kF32, shape, {}, Device::cuda(0)).value();
   EXPECT_EQ(L.error(), "w13_scale: f32[2] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
   L.w.w13_scale = TensorView::create(buf, DType::kF32, shape, strides).value();
-  EXPECT_EQ(L.error(), "w13_scale: f32[2] cpu is not contiguous");
+  EXPECT_EQ(L.error(), "w13_scale: f32[2] cpu with strides [2] is not contiguous");
 }
 
 TEST(QuantFp8PerToken, PerChannelWeightsAndPerRowActivations) {
@@ -562,6 +576,29 @@ TEST(QuantPreQuantScale, MultipliesChannelsBeforeQuantization) {
   ASSERT_EQ(F.error(), "OK");
   // Row 0 (expert 0): amax 224 -> s = 0.5. Row 1 (expert 1): {448, 1.0625, 3} -> s = 1.
   EXPECT_EQ(F.quant(Gemm::k1, {224, 1.0625, 1, 224, 1.0625, 1}, {0, 1}), (std::vector<double>{224, 1, 1, 448, 1, 3}));
+}
+
+// The layer streams weights row by row into a strided (k-major) buffer: every row, at any stride,
+// must equal the row of the whole-expert dequantization.
+TEST(QuantWeightRows, StridedRowsEqualTheWholeExpert) {
+  Layer zp = w4a16();
+  zp.set(zp.w.w13_zero_point, make(DType::kF32, {2, 32, 2}, pattern(128, [](int64_t i) { return double(i % 4) - 1.5; })));
+  const Layer layers[] = {fp8_per_tensor(), fp8_block(), w4a16(), std::move(zp), mxfp4(QuantScheme::kMxfp4), nvfp4()};
+  for (const Layer& L : layers) {
+    ASSERT_EQ(L.error(), "OK") << quant_scheme_name(L.p.quant);
+    for (Gemm g : {Gemm::k1, Gemm::k2}) {
+      const int64_t N = g == Gemm::k1 ? L.p.gemm1_rows() : L.p.hidden, K = g == Gemm::k1 ? L.p.hidden : L.p.intermediate;
+      const int e = L.p.num_experts - 1;
+      const auto whole = L.dequant(g, e);
+      std::vector<double> row(static_cast<size_t>(3 * K), -1.0);
+      for (int64_t n = 0; n < N; ++n) {
+        cpu::dequantize_weight_row(L.p, L.w, g, e, n, row.data() + 1, 3);
+        for (int64_t k = 0; k < K; ++k)
+          ASSERT_EQ(row[1 + 3 * k], whole[n * K + k]) << quant_scheme_name(L.p.quant) << " n=" << n << " k=" << k;
+      }
+      for (int64_t i = 0; i < 3 * K; i += 3) ASSERT_EQ(row[i], -1.0) << "wrote outside its stride";
+    }
+  }
 }
 
 // Nearest representable value of a format given by its decoder over `codes`, ties to the even code,

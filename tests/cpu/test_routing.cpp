@@ -341,46 +341,48 @@ TEST(Routing, ValidationErrorsNameTheFieldAndWriteNothing) {
   expect_error(sm, [](Case& c) { c.k = 0; }, "top_k=0 must be >= 1");
   expect_error(sm, [](Case& c) { c.k = 9; }, "top_k=9 exceeds num_experts=8");
   expect_error(sm, [](Case& c) { c.logits = TensorView(c.u16.data(), DType::kF16, {3, 8}); },
-               "logits must be f32 or bf16, got f16[3, 8] cpu");
+               "logits: dtype f16 is not one of f32, bf16");
   expect_error(sm, [](Case& c) { c.logits = TensorView(c.f32.data(), DType::kF32, {3, 7}); },
-               "logits must be [T, 8] (num_experts=8), got f32[3, 7] cpu");
+               "logits: shape [3, 7] does not match [T, 8] (num_experts=8)");
   expect_error(sm, [](Case& c) { c.logits = TensorView(c.f32.data(), DType::kF32, {24}); },
-               "logits must be [T, 8] (num_experts=8), got f32[24] cpu");
+               "logits: shape [24] does not match [T, 8] (num_experts=8)");
   expect_error(sm, [&](Case& c) { c.logits = strided(c.f32.data(), DType::kF32, {3, 8}, {16, 1}); },
-               "logits must be contiguous, got f32[3, 8] cpu with strides [16, 1]");
+               "logits: f32[3, 8] cpu with strides [16, 1] is not contiguous");
   expect_error(sm, [](Case& c) { c.logits = TensorView(c.f32.data(), DType::kF32, {3, 8}, Device::cuda(0)); },
-               "logits must be a CPU tensor, got f32[3, 8] cuda:0");
-  expect_error(sm, [](Case& c) { c.ids = TensorView(c.f32.data(), DType::kF32, {3, 2}); }, "topk_ids must be i32, got f32[3, 2] cpu");
+               "logits: f32[3, 8] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
+  expect_error(sm, [](Case& c) { c.logits = TensorView(); },
+               "logits: required but not given (expected [T, 8] (num_experts=8))");
+  expect_error(sm, [](Case& c) { c.ids = TensorView(c.f32.data(), DType::kF32, {3, 2}); }, "topk_ids: dtype f32 does not match i32");
   expect_error(sm, [](Case& c) { c.ids = TensorView(c.ids_buf.data(), DType::kI32, {3, 3}); },
-               "topk_ids must be [3, 2] (T=3, top_k=2), got i32[3, 3] cpu");
+               "topk_ids: shape [3, 3] does not match [3, 2] (T=3, top_k=2)");
   expect_error(sm, [](Case& c) { c.ids = TensorView(c.ids_buf.data(), DType::kI32, {3, 2}, Device::cuda(0)); },
-               "topk_ids must be a CPU tensor, got i32[3, 2] cuda:0");
+               "topk_ids: i32[3, 2] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
   expect_error(sm, [&](Case& c) { c.ids = strided(c.ids_buf.data(), DType::kI32, {3, 2}, {1, 3}); },
-               "topk_ids must be contiguous, got i32[3, 2] cpu with strides [1, 3]");
+               "topk_ids: i32[3, 2] cpu with strides [1, 3] is not contiguous");
   expect_error(sm, [](Case& c) { c.weights = TensorView(c.u16.data(), DType::kBF16, {3, 2}); },
-               "topk_weights must be f32, got bf16[3, 2] cpu");
+               "topk_weights: dtype bf16 does not match f32");
   expect_error(sm, [](Case& c) { c.weights = TensorView(c.w_buf.data(), DType::kF32, {2, 2}); },
-               "topk_weights must be [3, 2] (T=3, top_k=2), got f32[2, 2] cpu");
+               "topk_weights: shape [2, 2] does not match [3, 2] (T=3, top_k=2)");
   expect_error(sm, [&](Case& c) { c.weights = strided(c.w_buf.data(), DType::kF32, {3, 2}, {4, 1}); },
-               "topk_weights must be contiguous, got f32[3, 2] cpu with strides [4, 1]");
+               "topk_weights: f32[3, 2] cpu with strides [4, 1] is not contiguous");
   expect_error(sm, [](Case& c) { c.weights = TensorView(c.w_buf.data(), DType::kF32, {3, 2}, Device::cuda(0)); },
-               "topk_weights must be a CPU tensor, got f32[3, 2] cuda:0");
+               "topk_weights: f32[3, 2] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
   // A bias for a method that does not use it would be silently ignored: rejected instead.
   expect_error(sm, [](Case& c) { c.bias = TensorView(c.f32.data(), DType::kF32, {8}); },
-               "correction_bias f32[8] cpu is given but routing method softmax_topk does not use it");
+               "correction_bias: f32[8] cpu is given but routing method softmax_topk does not use it");
   // DeepSeek-V3 grouping and bias.
   expect_error(ds, [](Case& c) { c.p.n_group = 0; }, "n_group=0 must be >= 1");
   expect_error(ds, [](Case& c) { c.p.n_group = 3; }, "n_group=3 does not divide num_experts=8");
   expect_error(ds, [](Case& c) { c.p.topk_group = 0; }, "topk_group=0 must be in [1, n_group=4]");
   expect_error(ds, [](Case& c) { c.p.topk_group = 5; }, "topk_group=5 must be in [1, n_group=4]");
   expect_error(ds, [](Case& c) { c.k = 5; }, "top_k=5 exceeds the 4 experts of topk_group=2 groups of 2");
-  expect_error(ds, [](Case& c) { c.bias = TensorView(); }, "correction_bias [8] is required for routing method deepseek_v3");
+  expect_error(ds, [](Case& c) { c.bias = TensorView(); }, "correction_bias: required but not given (expected [8] (num_experts=8) for routing method deepseek_v3)");
   expect_error(ds, [](Case& c) { c.bias = TensorView(c.f32.data(), DType::kF32, {7}); },
-               "correction_bias must be [8] (num_experts=8), got f32[7] cpu");
+               "correction_bias: shape [7] does not match [8] (num_experts=8) for routing method deepseek_v3");
   expect_error(ds, [](Case& c) { c.bias = TensorView(c.i32.data(), DType::kI32, {8}); },
-               "correction_bias must be f32 or bf16, got i32[8] cpu");
+               "correction_bias: dtype i32 is not one of f32, bf16");
   expect_error(ds, [](Case& c) { c.bias = TensorView(c.f32.data(), DType::kF32, {8}, Device::cuda(0)); },
-               "correction_bias must be a CPU tensor, got f32[8] cuda:0");
+               "correction_bias: f32[8] cuda:0 is not a host (cpu) tensor, which the CPU reference needs");
 }
 
 }  // namespace
