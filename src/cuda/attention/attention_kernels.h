@@ -17,6 +17,9 @@ namespace moekit::cuda {
 inline constexpr int kRowsPerBlock = 64;
 // Keys per warp step in the buffer phase (one key per lane).
 inline constexpr int kBufferTile = 32;
+// Partial results per query row (context splits + buffer splits); the merge keeps a row block's
+// (max, sum) pairs in shared memory.
+inline constexpr int kMaxSlots = 64;
 
 // The kernel's arguments (by value). Grid: x = context_splits + buffer_splits * buffer_ctas,
 // y = row_blocks, z = Hkv. CTA x < context_splits attends its row block over context keys
@@ -57,7 +60,7 @@ struct KernelEntry {
   ContextEngine engine;
   int threads;
   int context_tile;  // context keys per pipeline stage
-  size_t smem_bytes;
+  size_t smem_bytes;  // dynamic shared memory: the larger of the phase's and the merge's
   const void* function;
 };
 // The instantiation for (dtype, head_dim, engine) with engine kSimt or kMma; null if none.

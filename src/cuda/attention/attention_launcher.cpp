@@ -114,10 +114,12 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
   const int64_t groups = int64_t{plan.row_blocks} * p.num_kv_heads;
   plan.buf_ctas = kRowsPerBlock / (plan.kernel->threads / 32);
 
-  // Buffers: split only when they are long (at least 4 steps of 32 keys a split).
+  // Buffers: split only when they are long (at least 4 steps of 32 keys a split); next to a shared
+  // context into at most 16 splits.
   const int64_t buf_tiles = ceil_div(buf_keys, kBufferTile);
   if (buf_tiles > 0) {
-    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups * plan.buf_ctas), 1, std::max<int64_t>(1, buf_tiles / 4));
+    const int64_t most = std::min<int64_t>(ctx_len > 0 ? 16 : kMaxSlots, std::max<int64_t>(1, buf_tiles / 4));
+    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups * plan.buf_ctas), 1, most);
     const int64_t chunk_tiles = ceil_div(buf_tiles, want);
     plan.buf_chunk = chunk_tiles * kBufferTile;
     plan.buf_splits = static_cast<int>(ceil_div(buf_tiles, chunk_tiles));
@@ -126,11 +128,13 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
     plan.buf_splits = 1;
   }
 
-  // Context: as many splits as the target asks, at least one tile each.
+  // Context: as many splits as the target asks, each at least two tiles, all the slots left at most.
+  // Every split adds a partial result per row to write and merge, so no more than fill the GPU.
   const int64_t tile = plan.kernel->context_tile;
   const int64_t ctx_tiles = ceil_div(ctx_len, tile);
   if (ctx_tiles > 0) {
-    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups), 1, ctx_tiles);
+    const int64_t most = std::min<int64_t>(kMaxSlots - plan.buf_splits, std::max<int64_t>(1, ctx_tiles / 2));
+    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups), 1, most);
     const int64_t chunk_tiles = ceil_div(ctx_tiles, want);
     plan.ctx_chunk = chunk_tiles * tile;
     plan.ctx_splits = static_cast<int>(ceil_div(ctx_tiles, chunk_tiles));

@@ -23,7 +23,7 @@ KernelEntry entry(DType dtype, ContextEngine engine) {
           engine,
           Engine::kWarps * 32,
           Engine::kTile,
-          Engine::kSmemBytes,
+          detail::kernel_smem_bytes<Engine>(),
           reinterpret_cast<const void*>(&detail::shared_attention_kernel<T, D, Engine>)};
 }
 
