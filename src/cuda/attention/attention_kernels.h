@@ -1,10 +1,11 @@
-// What the host launcher (attention_launcher.cpp) and the kernels (*.cu) share: the kernel
+// What the host launcher (attention_launcher.cpp, kernel_table.cpp) and the kernels (*.cu) share: the kernel
 // argument block, the table of compiled kernels, and the copy kernels' launch functions.
 // Plain C++ so that the launcher is compiled by the host compiler.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cuda/attention/attention_cuda.h"
 #include "moekit/dtype.h"
@@ -65,6 +66,10 @@ struct KernelEntry {
 };
 // The instantiation for (dtype, head_dim, engine) with engine kSimt or kMma; null if none.
 const KernelEntry* find_kernel(DType dtype, int head_dim, ContextEngine engine);
+// The instantiations of one dtype (shared_attention_<dtype>.cu), added to the table.
+void add_f32_kernels(std::vector<KernelEntry>& v);
+void add_f16_kernels(std::vector<KernelEntry>& v);
+void add_bf16_kernels(std::vector<KernelEntry>& v);
 
 // Sets the kernel's shared-memory limit and returns the CTAs per SM it reaches on `device`
 // (cached per device and kernel).

@@ -1,6 +1,7 @@
-// The compiled instantiations of the shared-context attention kernel, and their launch.
-// One kernel per (dtype, head dim, engine): SIMT for f32/f16/bf16 (f32's only path, and a check on
-// the tensor-core path for the others) and MMA for f16/bf16: 20 kernels, nothing else.
+// The table of compiled shared-context attention kernels, and their launch (host code). The instantiations
+// live in one file per dtype (shared_attention_<dtype>.cu, compiled in parallel): for each head
+// dim 16, 32, 64, 128, the SIMT engine for f32/f16/bf16 (f32's only path, and a cross-check of the
+// tensor-core path for the others) and the MMA engine for f16/bf16: 20 kernels, nothing else.
 #include <cuda_runtime_api.h>
 
 #include <map>
@@ -10,39 +11,17 @@
 #include <vector>
 
 #include "cuda/attention/attention_kernels.h"
-#include "cuda/attention/shared_attention_kernel.cuh"
 #include "cuda/cuda_check.h"
 
 namespace moekit::cuda {
 namespace {
 
-template <typename T, int D, typename Engine>
-KernelEntry entry(DType dtype, ContextEngine engine) {
-  return {dtype,
-          D,
-          engine,
-          Engine::kWarps * 32,
-          Engine::kTile,
-          detail::kernel_smem_bytes<Engine>(),
-          reinterpret_cast<const void*>(&detail::shared_attention_kernel<T, D, Engine>)};
-}
-
-template <typename T, template <typename, int> class Engine>
-void add_head_dims(std::vector<KernelEntry>& v, DType dtype, ContextEngine engine) {
-  v.push_back(entry<T, 16, Engine<T, 16>>(dtype, engine));
-  v.push_back(entry<T, 32, Engine<T, 32>>(dtype, engine));
-  v.push_back(entry<T, 64, Engine<T, 64>>(dtype, engine));
-  v.push_back(entry<T, 128, Engine<T, 128>>(dtype, engine));
-}
-
 const std::vector<KernelEntry>& kernels() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> v;
-    add_head_dims<float, detail::SimtEngine>(v, DType::kF32, ContextEngine::kSimt);
-    add_head_dims<__half, detail::SimtEngine>(v, DType::kF16, ContextEngine::kSimt);
-    add_head_dims<__nv_bfloat16, detail::SimtEngine>(v, DType::kBF16, ContextEngine::kSimt);
-    add_head_dims<__half, detail::MmaEngine>(v, DType::kF16, ContextEngine::kMma);
-    add_head_dims<__nv_bfloat16, detail::MmaEngine>(v, DType::kBF16, ContextEngine::kMma);
+    add_f32_kernels(v);
+    add_f16_kernels(v);
+    add_bf16_kernels(v);
     return v;
   }();
   return table;
