@@ -71,9 +71,14 @@ void add_f32_kernels(std::vector<KernelEntry>& v);
 void add_f16_kernels(std::vector<KernelEntry>& v);
 void add_bf16_kernels(std::vector<KernelEntry>& v);
 
-// Sets the kernel's shared-memory limit and returns the CTAs per SM it reaches on `device`
-// (cached per device and kernel).
-Result<int> prepare_kernel(const KernelEntry& k, int device);
+// Sets the kernel's shared-memory limit and returns the CTAs per SM it reaches on `device` and the
+// device's SM count. Cached per device and kernel, so that later calls (inside a stream capture,
+// too) make no CUDA call at all.
+struct KernelOccupancy {
+  int ctas_per_sm = 0;
+  int sm_count = 0;
+};
+Result<KernelOccupancy> prepare_kernel(const KernelEntry& k, int device);
 
 Status launch_kernel(const KernelEntry& k, const SharedAttentionArgs& args, int grid_x, int grid_y, int grid_z, void* stream);
 

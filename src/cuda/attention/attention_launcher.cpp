@@ -91,10 +91,10 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
   auto kernel = pick_kernel(p.dtype, p.head_dim, engine);
   if (!kernel.ok()) return kernel.status();
   plan.kernel = *kernel;
-  auto ctas = prepare_kernel(*plan.kernel, device);
-  if (!ctas.ok()) return ctas.status();
-  plan.ctas_per_sm = *ctas;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&plan.sm_count, cudaDevAttrMultiProcessorCount, device));
+  auto occupancy = prepare_kernel(*plan.kernel, device);
+  if (!occupancy.ok()) return occupancy.status();
+  plan.ctas_per_sm = occupancy->ctas_per_sm;
+  plan.sm_count = occupancy->sm_count;
 
   const int64_t rows = int64_t{p.batch} * p.group_size() * p.q_len;
   constexpr int64_t kMaxRowBlocks = 65535;  // grid y
@@ -140,6 +140,9 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
     plan.ctx_splits = static_cast<int>(ceil_div(ctx_tiles, chunk_tiles));
   }
 
+  if (plan.ctx_splits + plan.buf_splits > kMaxSlots)
+    return Status::Internal(fmt::format("attention plan: {} context + {} buffer splits exceed {} partials per row", plan.ctx_splits,
+                                        plan.buf_splits, kMaxSlots));
   plan.grid_x = plan.ctx_splits + plan.buf_splits * plan.buf_ctas;
   const size_t slots = static_cast<size_t>(plan.ctx_splits + plan.buf_splits);
   const size_t row_slots = static_cast<size_t>(p.num_kv_heads) * static_cast<size_t>(rows) * slots;

@@ -35,21 +35,22 @@ const KernelEntry* find_kernel(DType dtype, int head_dim, ContextEngine engine) 
   return nullptr;
 }
 
-Result<int> prepare_kernel(const KernelEntry& k, int device) {
+Result<KernelOccupancy> prepare_kernel(const KernelEntry& k, int device) {
   static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> ctas_per_sm;
+  static std::map<std::pair<const void*, int>, KernelOccupancy> cache;
   std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(k.function, device);
-  if (const auto it = ctas_per_sm.find(key); it != ctas_per_sm.end()) return it->second;
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
   MOEKIT_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(k.function, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.smem_bytes)));
-  int n = 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k.function, k.threads, k.smem_bytes));
-  if (n < 1)
+  KernelOccupancy occ;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ.ctas_per_sm, k.function, k.threads, k.smem_bytes));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&occ.sm_count, cudaDevAttrMultiProcessorCount, device));
+  if (occ.ctas_per_sm < 1)
     return Status::Internal("shared attention kernel (" + std::string(dtype_name(k.dtype)) + ", D=" + std::to_string(k.head_dim) +
                             ") cannot be resident on device " + std::to_string(device));
-  ctas_per_sm.emplace(key, n);
-  return n;
+  cache.emplace(key, occ);
+  return occ;
 }
 
 Status launch_kernel(const KernelEntry& k, const SharedAttentionArgs& args, int grid_x, int grid_y, int grid_z, void* stream) {
