@@ -11,12 +11,16 @@
 namespace moekit {
 namespace {
 
-// Why the CUDA backend cannot run on host tensors, in the words of the fallback warning.
-std::string cuda_unavailable_reason() {
-  if (!build_info().cuda) return "moekit was built without CUDA";
-  const SystemInfo sys = query_system();
-  if (sys.devices.empty()) return "no GPU: " + sys.no_gpu_reason;
-  return "the tensors are in host memory; the CUDA backend needs device tensors";
+// Why the CUDA backend cannot run on host tensors, in the words of the fallback warning (the
+// build and the devices do not change while the process runs: asked once).
+const std::string& cuda_unavailable_reason() {
+  static const std::string reason = [] {
+    if (!build_info().cuda) return std::string("moekit was built without CUDA");
+    const SystemInfo sys = query_system();
+    if (sys.devices.empty()) return "no GPU: " + sys.no_gpu_reason;
+    return std::string("the tensors are in host memory; the CUDA backend needs device tensors");
+  }();
+  return reason;
 }
 
 Result<AttentionRunInfo> resolve(const AttentionInputs& in, AttentionBackend requested) {

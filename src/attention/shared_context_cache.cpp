@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "core/attention_checks.h"
 #include "cuda/attention/attention_cuda.h"
 #include "moekit/attention.h"
 
 namespace moekit {
 namespace {
+
+using detail::check_attention_tensor;
 
 Status check_config(const SharedContextCacheConfig& c) {
   if (c.batch < 1) return Status::InvalidArgument(fmt::format("config: batch={} must be >= 1", c.batch));
@@ -19,32 +22,6 @@ Status check_config(const SharedContextCacheConfig& c) {
   const AttentionParams p{.batch = c.batch, .num_q_heads = c.num_kv_heads, .num_kv_heads = c.num_kv_heads, .q_len = 1,
                           .head_dim = c.head_dim, .softmax_scale = 0.0f, .dtype = c.dtype};
   return validate_attention_params(p).with_context("config");
-}
-
-// `name` is a contiguous [dims...] tensor of `dtype` ("k: shape [2, 3] does not match [Hkv, Nctx, D] = [4, *, 32]").
-Status check_kv(std::string_view what, std::string_view name, const TensorView& t, DType dtype,
-                std::span<const int64_t> expected, std::string_view dims) {
-  if (!t.defined()) return Status::InvalidArgument(fmt::format("{}: {} is missing", what, name));
-  bool ok = t.ndim() == static_cast<int>(expected.size());
-  for (size_t d = 0; ok && d < expected.size(); ++d) ok = expected[d] < 0 || t.size(static_cast<int>(d)) == expected[d];
-  if (!ok) {
-    std::vector<std::string> want;
-    for (int64_t e : expected) want.push_back(e >= 0 ? std::to_string(e) : std::string("*"));
-    return Status::InvalidArgument(fmt::format("{}: {} has shape [{}], expected {} = [{}]", what, name,
-                                               fmt::join(t.shape(), ", "), dims, fmt::join(want, ", ")));
-  }
-  if (t.dtype() != dtype)
-    return Status::InvalidArgument(fmt::format("{}: {} has dtype {}, the cache holds {}", what, name, dtype_name(t.dtype()), dtype_name(dtype)));
-  if (!t.is_contiguous()) return Status::InvalidArgument(fmt::format("{}: {} {} must be contiguous", what, name, t.describe()));
-  return Status::Ok();
-}
-
-Result<Tensor> zeros_i32(int64_t n, Device device) {
-  auto t = Tensor::empty(DType::kI32, {n}, device);
-  if (!t.ok()) return t.status();
-  std::vector<int32_t> zeros(static_cast<size_t>(n), 0);
-  MOEKIT_RETURN_IF_ERROR(copy_tensor(*t, TensorView(zeros.data(), DType::kI32, {n})));
-  return t;
 }
 
 // `t` on `device`: itself, or a synchronous copy into `staged`.
@@ -90,19 +67,21 @@ Result<SharedContextCache> SharedContextCache::create(const SharedContextCacheCo
     if (!r.ok()) return r.status().with_context("allocating the buffers");
     *t = std::move(*r);
   }
-  auto lengths = zeros_i32(B, config.device);
+  auto lengths = Tensor::empty(DType::kI32, {B}, config.device);
   if (!lengths.ok()) return lengths.status().with_context("allocating the buffer lengths");
   c.lengths_device_ = std::move(*lengths);
   c.lengths_.assign(static_cast<size_t>(B), 0);
+  MOEKIT_RETURN_IF_ERROR(c.reset());
   return c;
 }
 
 Status SharedContextCache::prefill(const TensorView& k, const TensorView& v) {
   const int64_t Hkv = config_.num_kv_heads, D = config_.head_dim;
   const int64_t shape[] = {Hkv, -1, D};
-  MOEKIT_RETURN_IF_ERROR(check_kv("prefill", "k", k, config_.dtype, shape, "[Hkv, Nctx, D]"));
+  MOEKIT_RETURN_IF_ERROR(check_attention_tensor("prefill: k", k, config_.dtype, "[Hkv, Nctx, D]", shape, "the cache's dtype"));
   const int64_t v_shape[] = {Hkv, k.size(1), D};
-  MOEKIT_RETURN_IF_ERROR(check_kv("prefill", "v", v, config_.dtype, v_shape, "[Hkv, Nctx, D] (k's shape)"));
+  MOEKIT_RETURN_IF_ERROR(
+      check_attention_tensor("prefill: v", v, config_.dtype, "[Hkv, Nctx, D] (k's shape)", v_shape, "the cache's dtype"));
   const int64_t n = k.size(1);
   if (n > config_.max_context)
     return Status::InvalidArgument(fmt::format("prefill: context length Nctx={} exceeds max_context={}", n, config_.max_context));
@@ -121,10 +100,11 @@ Status SharedContextCache::reset() {
 Status SharedContextCache::append(const TensorView& k, const TensorView& v, std::span<const int32_t> counts, void* stream) {
   const int64_t B = config_.batch, Hkv = config_.num_kv_heads, D = config_.head_dim, cap = config_.buffer_capacity;
   const int64_t shape[] = {B, Hkv, -1, D};
-  MOEKIT_RETURN_IF_ERROR(check_kv("append", "k", k, config_.dtype, shape, "[B, Hkv, L, D]"));
+  MOEKIT_RETURN_IF_ERROR(check_attention_tensor("append: k", k, config_.dtype, "[B, Hkv, L, D]", shape, "the cache's dtype"));
   const int64_t L = k.size(2);
   const int64_t v_shape[] = {B, Hkv, L, D};
-  MOEKIT_RETURN_IF_ERROR(check_kv("append", "v", v, config_.dtype, v_shape, "[B, Hkv, L, D] (k's shape)"));
+  MOEKIT_RETURN_IF_ERROR(
+      check_attention_tensor("append: v", v, config_.dtype, "[B, Hkv, L, D] (k's shape)", v_shape, "the cache's dtype"));
   if (!(k.device() == v.device()))
     return Status::InvalidArgument(fmt::format("append: k is on {} but v is on {}", k.device().to_string(), v.device().to_string()));
   if (!k.device().is_cpu() && !(k.device() == config_.device))

@@ -9,6 +9,8 @@
 
 #include "moekit/attention.h"
 
+#include "attention_checks.h"
+
 namespace moekit {
 
 double AttentionParams::scale() const {
@@ -58,12 +60,10 @@ Status validate_attention_params(const AttentionParams& p) {
   return Status::Ok();
 }
 
-namespace {
+namespace detail {
 
-// `t` has `dtype`, ndim == dims.size(), the given extents (-1: any), and is contiguous.
-// `dims` names the dimensions for the messages ("[B, Hq, Lq, D]").
-Status check_tensor(std::string_view name, const TensorView& t, DType dtype, std::string_view dims,
-                    std::span<const int64_t> expected, std::string_view dtype_source) {
+Status check_attention_tensor(std::string_view name, const TensorView& t, DType dtype, std::string_view dims,
+                              std::span<const int64_t> expected, std::string_view dtype_source) {
   if (!t.defined())
     return Status::InvalidArgument(fmt::format("{}: required tensor is missing (expected {})", name, dims));
   if (t.ndim() != static_cast<int>(expected.size()))
@@ -83,6 +83,12 @@ Status check_tensor(std::string_view name, const TensorView& t, DType dtype, std
   if (!t.is_contiguous()) return Status::InvalidArgument(fmt::format("{}: tensor {} must be contiguous", name, t.describe()));
   return Status::Ok();
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_attention_tensor;
 
 Status check_same_device(std::string_view name, const TensorView& t, const TensorView& q) {
   if (t.defined() && !(t.device() == q.device()))
@@ -104,26 +110,26 @@ Status validate_attention_inputs(const AttentionParams& p, const AttentionInputs
   MOEKIT_RETURN_IF_ERROR(validate_attention_params(p));
   const int64_t B = p.batch, Hq = p.num_q_heads, Hkv = p.num_kv_heads, Lq = p.q_len, D = p.head_dim;
   const int64_t q_shape[] = {B, Hq, Lq, D};
-  MOEKIT_RETURN_IF_ERROR(check_tensor("q", in.q, p.dtype, "[B, Hq, Lq, D]", q_shape, "params.dtype"));
+  MOEKIT_RETURN_IF_ERROR(check_attention_tensor("q", in.q, p.dtype, "[B, Hq, Lq, D]", q_shape, "params.dtype"));
 
   MOEKIT_RETURN_IF_ERROR(check_pair_given("context_k", in.context_k, "context_v", in.context_v));
   if (in.context_k.defined()) {
     const int64_t ctx_shape[] = {Hkv, -1, D};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("context_k", in.context_k, p.dtype, "[Hkv, Nctx, D]", ctx_shape, "params.dtype"));
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("context_k", in.context_k, p.dtype, "[Hkv, Nctx, D]", ctx_shape, "params.dtype"));
     const int64_t v_shape[] = {Hkv, in.context_k.size(1), D};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("context_v", in.context_v, p.dtype, "[Hkv, Nctx, D] (context_k's shape)", v_shape,
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("context_v", in.context_v, p.dtype, "[Hkv, Nctx, D] (context_k's shape)", v_shape,
                                         "params.dtype"));
   }
 
   MOEKIT_RETURN_IF_ERROR(check_pair_given("buffer_k", in.buffer_k, "buffer_v", in.buffer_v));
   if (in.buffer_k.defined()) {
     const int64_t buf_shape[] = {B, Hkv, -1, D};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("buffer_k", in.buffer_k, p.dtype, "[B, Hkv, Nbuf_max, D]", buf_shape, "params.dtype"));
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("buffer_k", in.buffer_k, p.dtype, "[B, Hkv, Nbuf_max, D]", buf_shape, "params.dtype"));
     const int64_t v_shape[] = {B, Hkv, in.buffer_k.size(2), D};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("buffer_v", in.buffer_v, p.dtype, "[B, Hkv, Nbuf_max, D] (buffer_k's shape)",
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("buffer_v", in.buffer_v, p.dtype, "[B, Hkv, Nbuf_max, D] (buffer_k's shape)",
                                         v_shape, "params.dtype"));
     const int64_t len_shape[] = {B};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("buffer_lengths", in.buffer_lengths, DType::kI32, "[B]", len_shape, "the required dtype"));
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("buffer_lengths", in.buffer_lengths, DType::kI32, "[B]", len_shape, "the required dtype"));
   } else if (in.buffer_lengths.defined()) {
     return Status::InvalidArgument("buffer_lengths: given, but buffer_k and buffer_v are not");
   }
@@ -140,10 +146,10 @@ Status validate_attention(const AttentionParams& p, const AttentionInputs& in, c
   MOEKIT_RETURN_IF_ERROR(validate_attention_inputs(p, in));
   const int64_t B = p.batch, Hq = p.num_q_heads, Lq = p.q_len, D = p.head_dim;
   const int64_t out_shape[] = {B, Hq, Lq, D};
-  MOEKIT_RETURN_IF_ERROR(check_tensor("out", out.out, p.dtype, "[B, Hq, Lq, D]", out_shape, "params.dtype"));
+  MOEKIT_RETURN_IF_ERROR(check_attention_tensor("out", out.out, p.dtype, "[B, Hq, Lq, D]", out_shape, "params.dtype"));
   if (out.lse.defined()) {
     const int64_t lse_shape[] = {B, Hq, Lq};
-    MOEKIT_RETURN_IF_ERROR(check_tensor("lse", out.lse, DType::kF32, "[B, Hq, Lq]", lse_shape, "the required dtype"));
+    MOEKIT_RETURN_IF_ERROR(check_attention_tensor("lse", out.lse, DType::kF32, "[B, Hq, Lq]", lse_shape, "the required dtype"));
   }
 
   MOEKIT_RETURN_IF_ERROR(check_same_device("out", out.out, in.q));

@@ -523,9 +523,9 @@ TEST(AttentionCache, BadCallsGiveClearErrors) {
   };
   const Bad cases[] = {
       {cache->prefill(long_ctx, long_ctx), "prefill: context length Nctx=121 exceeds max_context=120"},
-      {cache->prefill(ctx_bf16, ctx_bf16), "prefill: k has dtype bf16, the cache holds f32"},
-      {cache->prefill(ctx, new_3d), "prefill: v has shape [3, 2, 32], expected [Hkv, Nctx, D] (k's shape) = [2, 10, 32]"},
-      {cache->append(new_3d, new_3d), "append: k has shape [3, 2, 32], expected [B, Hkv, L, D] = [3, 2, *, 32]"},
+      {cache->prefill(ctx_bf16, ctx_bf16), "prefill: k: dtype bf16 does not match the cache's dtype=f32"},
+      {cache->prefill(ctx, new_3d), "prefill: v: shape [3, 2, 32] does not match [Hkv, Nctx, D] (k's shape) = [2, 10, 32]"},
+      {cache->append(new_3d, new_3d), "append: k: expected 4 dims [B, Hkv, L, D], got 3 ([3, 2, 32])"},
       {cache->append(new_ok, new_ok, std::vector<int32_t>{1, 2}), "append: counts has 2 entries, expected batch=3"},
       {cache->append(new_ok, new_ok, std::vector<int32_t>{1, 3, 0}), "append: counts[1]=3 is outside [0, L=2]"},
       {SharedContextCache::create({.batch = 0, .num_kv_heads = 1, .head_dim = 16}).status(), "config: batch=0 must be >= 1"},

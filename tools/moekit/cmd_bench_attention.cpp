@@ -273,11 +273,15 @@ Status bench_cpu(const Options& o, const AttentionParams& p, int64_t ctx, std::v
   const AttentionInputs in = cache->inputs(data->q);
   const int iters = o.iters > 0 ? o.iters : 3;
   for (const std::string& name : backends_to_run(o.backend, false)) {
-    const auto backend = name == "replicated+copy" || name == "replicated" ? std::optional(AttentionBackend::kReplicated)
-                                                                             : parse_attention_backend(name);
-    if (!backend || *backend == AttentionBackend::kCuda || *backend == AttentionBackend::kAuto)
-      return Status::InvalidArgument(fmt::format("--backend {} is not available without a GPU (cpu, replicated, all)", name));
-    Row row = make_row(p, ctx, o.buf, name);
+    auto backend = name == "replicated+copy" || name == "replicated" ? std::optional(AttentionBackend::kReplicated)
+                                                                       : parse_attention_backend(name);
+    if (!backend)
+      return Status::InvalidArgument(fmt::format("--backend {} is not a backend (all, cuda, replicated, replicated+copy, cpu)", name));
+    // As the library does: the CUDA backend falls back to the reference without a GPU.
+    const bool fallback = *backend == AttentionBackend::kCuda || *backend == AttentionBackend::kAuto;
+    if (fallback) backend = AttentionBackend::kCpuReference;
+    Row row = make_row(p, ctx, o.buf, fallback ? "cpu_reference" : name);
+    if (fallback) row.note = fmt::format("(--backend {}: no GPU, ran the CPU reference)", name);
     row.memory_bytes = static_cast<double>(*backend == AttentionBackend::kReplicated ? cache->replicated_memory_bytes() : cache->memory_bytes());
     auto bytes = attention_workspace_size(p, in, *backend);
     if (!bytes.ok()) return bytes.status();
@@ -424,7 +428,7 @@ int run(const Options& o) {
                  j["backend"].get<std::string>(), j["median_us"].get<double>(), j["min_us"].get<double>(), j["max_us"].get<double>(),
                  j["effective_gbps"].get<double>(), j["percent_of_floor"].get<double>(), j["tflops"].get<double>(),
                  bytes_text(j["kv_memory_bytes"].get<double>()), rc < 0 ? std::string("oracle") : fmt::format("{:.2e}", rc),
-                 rc < 0 || rc <= refcheck_limit(p.dtype) ? "" : "REFCHECK FAILED");
+                 (rc < 0 || rc <= refcheck_limit(p.dtype) ? "" : "REFCHECK FAILED ") + j["note"].get<std::string>());
     }
     for (const std::string& n : notes) fmt::print("  {}\n", n);
     fmt::print("  kv memory: shared = context + buffers + lengths; replicated = [B, Hkv, Nctx + Nbuf, D] K and V + lengths\n");

@@ -1,10 +1,11 @@
-// What the host launcher (attention_launcher.cpp) and the kernels (*.cu) share: the kernel
+// What the host launcher (attention_launcher.cpp, kernel_table.cpp) and the kernels (*.cu) share: the kernel
 // argument block, the table of compiled kernels, and the copy kernels' launch functions.
 // Plain C++ so that the launcher is compiled by the host compiler.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cuda/attention/attention_cuda.h"
 #include "moekit/dtype.h"
@@ -17,6 +18,9 @@ namespace moekit::cuda {
 inline constexpr int kRowsPerBlock = 64;
 // Keys per warp step in the buffer phase (one key per lane).
 inline constexpr int kBufferTile = 32;
+// Partial results per query row (context splits + buffer splits); the merge keeps a row block's
+// (max, sum) pairs in shared memory.
+inline constexpr int kMaxSlots = 64;
 
 // The kernel's arguments (by value). Grid: x = context_splits + buffer_splits * buffer_ctas,
 // y = row_blocks, z = Hkv. CTA x < context_splits attends its row block over context keys
@@ -57,15 +61,24 @@ struct KernelEntry {
   ContextEngine engine;
   int threads;
   int context_tile;  // context keys per pipeline stage
-  size_t smem_bytes;
+  size_t smem_bytes;  // dynamic shared memory: the larger of the phase's and the merge's
   const void* function;
 };
 // The instantiation for (dtype, head_dim, engine) with engine kSimt or kMma; null if none.
 const KernelEntry* find_kernel(DType dtype, int head_dim, ContextEngine engine);
+// The instantiations of one dtype (shared_attention_<dtype>.cu), added to the table.
+void add_f32_kernels(std::vector<KernelEntry>& v);
+void add_f16_kernels(std::vector<KernelEntry>& v);
+void add_bf16_kernels(std::vector<KernelEntry>& v);
 
-// Sets the kernel's shared-memory limit and returns the CTAs per SM it reaches on `device`
-// (cached per device and kernel).
-Result<int> prepare_kernel(const KernelEntry& k, int device);
+// Sets the kernel's shared-memory limit and returns the CTAs per SM it reaches on `device` and the
+// device's SM count. Cached per device and kernel, so that later calls (inside a stream capture,
+// too) make no CUDA call at all.
+struct KernelOccupancy {
+  int ctas_per_sm = 0;
+  int sm_count = 0;
+};
+Result<KernelOccupancy> prepare_kernel(const KernelEntry& k, int device);
 
 Status launch_kernel(const KernelEntry& k, const SharedAttentionArgs& args, int grid_x, int grid_y, int grid_z, void* stream);
 

@@ -91,10 +91,10 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
   auto kernel = pick_kernel(p.dtype, p.head_dim, engine);
   if (!kernel.ok()) return kernel.status();
   plan.kernel = *kernel;
-  auto ctas = prepare_kernel(*plan.kernel, device);
-  if (!ctas.ok()) return ctas.status();
-  plan.ctas_per_sm = *ctas;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&plan.sm_count, cudaDevAttrMultiProcessorCount, device));
+  auto occupancy = prepare_kernel(*plan.kernel, device);
+  if (!occupancy.ok()) return occupancy.status();
+  plan.ctas_per_sm = occupancy->ctas_per_sm;
+  plan.sm_count = occupancy->sm_count;
 
   const int64_t rows = int64_t{p.batch} * p.group_size() * p.q_len;
   constexpr int64_t kMaxRowBlocks = 65535;  // grid y
@@ -114,10 +114,12 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
   const int64_t groups = int64_t{plan.row_blocks} * p.num_kv_heads;
   plan.buf_ctas = kRowsPerBlock / (plan.kernel->threads / 32);
 
-  // Buffers: split only when they are long (at least 4 steps of 32 keys a split).
+  // Buffers: split only when they are long (at least 4 steps of 32 keys a split); next to a shared
+  // context into at most 16 splits.
   const int64_t buf_tiles = ceil_div(buf_keys, kBufferTile);
   if (buf_tiles > 0) {
-    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups * plan.buf_ctas), 1, std::max<int64_t>(1, buf_tiles / 4));
+    const int64_t most = std::min<int64_t>(ctx_len > 0 ? 16 : kMaxSlots, std::max<int64_t>(1, buf_tiles / 4));
+    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups * plan.buf_ctas), 1, most);
     const int64_t chunk_tiles = ceil_div(buf_tiles, want);
     plan.buf_chunk = chunk_tiles * kBufferTile;
     plan.buf_splits = static_cast<int>(ceil_div(buf_tiles, chunk_tiles));
@@ -126,16 +128,21 @@ Result<Plan> make_plan(const AttentionParams& p, int64_t ctx_len, int64_t buf_ke
     plan.buf_splits = 1;
   }
 
-  // Context: as many splits as the target asks, at least one tile each.
+  // Context: as many splits as the target asks, each at least two tiles, all the slots left at most.
+  // Every split adds a partial result per row to write and merge, so no more than fill the GPU.
   const int64_t tile = plan.kernel->context_tile;
   const int64_t ctx_tiles = ceil_div(ctx_len, tile);
   if (ctx_tiles > 0) {
-    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups), 1, ctx_tiles);
+    const int64_t most = std::min<int64_t>(kMaxSlots - plan.buf_splits, std::max<int64_t>(1, ctx_tiles / 2));
+    const int64_t want = std::clamp<int64_t>(ceil_div(target, groups), 1, most);
     const int64_t chunk_tiles = ceil_div(ctx_tiles, want);
     plan.ctx_chunk = chunk_tiles * tile;
     plan.ctx_splits = static_cast<int>(ceil_div(ctx_tiles, chunk_tiles));
   }
 
+  if (plan.ctx_splits + plan.buf_splits > kMaxSlots)
+    return Status::Internal(fmt::format("attention plan: {} context + {} buffer splits exceed {} partials per row", plan.ctx_splits,
+                                        plan.buf_splits, kMaxSlots));
   plan.grid_x = plan.ctx_splits + plan.buf_splits * plan.buf_ctas;
   const size_t slots = static_cast<size_t>(plan.ctx_splits + plan.buf_splits);
   const size_t row_slots = static_cast<size_t>(p.num_kv_heads) * static_cast<size_t>(rows) * slots;

@@ -89,7 +89,7 @@ struct SimtEngine {
   static constexpr int kKpl = D <= 64 ? 2 : 1;
   static constexpr int kTile = 32 * kKpl;
   static constexpr int kLd = D + 16 / static_cast<int>(sizeof(T));  // +16 bytes: conflict-free row reads
-  using Rows = SimtRows<T, D, kRowsPerWarp, kKpl>;
+  using Rows = SimtRows<T, D, kRowsPerWarp, kKpl, (D >= 64 ? D / 32 : 2)>;
   static constexpr size_t kTileBytes = size_t{kTile} * kLd * sizeof(T);
   static constexpr size_t kSmemBytes =
       4 * kTileBytes + size_t{kRowsPerBlock} * D * sizeof(float) + size_t{kWarps} * kRowsPerWarp * kTile * sizeof(float);
@@ -171,7 +171,7 @@ __device__ void buffer_phase(const SharedAttentionArgs& a, int idx, int rb, int 
   const int64_t end = begin + a.buf_chunk < visible ? begin + a.buf_chunk : visible;
 
   const int64_t base = (rc.b * a.num_kv_heads + h) * a.buf_capacity * D;
-  SimtRows<T, D, 1, 1> st;
+  SimtRows<T, D, 1, 1, 16 / static_cast<int>(sizeof(T))> st;
   st.init();
   for (int64_t key0 = begin; key0 < end; key0 += kBufferTile) {
     const int n = static_cast<int>(end - key0 < kBufferTile ? end - key0 : kBufferTile);
@@ -182,40 +182,64 @@ __device__ void buffer_phase(const SharedAttentionArgs& a, int idx, int rb, int 
   st.store(a.part_ml + 2 * slot, 0, a.part_acc + slot * D, 0, 1, lane);
 }
 
-// Combines the slots of each row of the block: out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
+// Combines the slots of each row of the block: out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s,
+// in three steps over all threads (no row waits on another's loads): the (max, sum) pairs into
+// shared memory; per row the weights 2^(m_s - M) and 1 / sum; then 4 output columns per thread.
 // Partials come from other CTAs: read through L2 (ld.global.cg), never a stale L1 line.
-template <typename T, int D, int kWarps>
-__device__ void merge(const SharedAttentionArgs& a, int rb, int h) {
+inline constexpr size_t kMergeSmemBytes = size_t{kRowsPerBlock} * kMaxSlots * sizeof(float2) + 2 * kRowsPerBlock * sizeof(float);
+
+template <typename T, int D, int kThreads>
+__device__ void merge(const SharedAttentionArgs& a, int rb, int h, unsigned char* smem) {
   const int slots = a.ctx_splits + a.buf_splits;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int r = warp; r < kRowsPerBlock; r += kWarps) {
-    const int row = rb * kRowsPerBlock + r;
-    if (row >= a.rows) break;
-    const float* ml = a.part_ml + 2 * slot_index(a, h, row, 0);
-    const float* acc = a.part_acc + slot_index(a, h, row, 0) * D;
+  const int row0 = rb * kRowsPerBlock;
+  const int nrows = a.rows - row0 < kRowsPerBlock ? a.rows - row0 : kRowsPerBlock;
+  float2* w = reinterpret_cast<float2*>(smem);  // [nrows][slots]: (max, sum), then (weight, sum)
+  float* row_inv = reinterpret_cast<float*>(w + kRowsPerBlock * kMaxSlots);
+  // The rows of a block are consecutive in the workspace, each with its `slots` pairs.
+  const float2* ml = reinterpret_cast<const float2*>(a.part_ml) + slot_index(a, h, row0, 0);
+  for (int i = threadIdx.x; i < nrows * slots; i += kThreads) w[i] = __ldcg(ml + i);
+  __syncthreads();
+
+  for (int r = threadIdx.x; r < nrows; r += kThreads) {
+    float2* row = w + r * slots;
     float mx = -INFINITY;
-    for (int s = lane; s < slots; s += 32) mx = fmaxf(mx, __ldcg(ml + 2 * s));
-    mx = warp_max(mx);
-    const bool empty = mx == -INFINITY;  // nothing attended: out = 0, lse = -inf
-    float sum = 0.0f;
-    for (int s = lane; s < slots && !empty; s += 32) {
-      const float ms = __ldcg(ml + 2 * s);
-      if (ms != -INFINITY) sum += __ldcg(ml + 2 * s + 1) * exp2f(ms - mx);
+    for (int s = 0; s < slots; ++s) mx = fmaxf(mx, row[s].x);
+    float sum = 0.0f;  // stays 0 when nothing was attended (mx = -inf): out = 0, lse = -inf
+    for (int s = 0; s < slots; ++s) {
+      const float weight = row[s].x == -INFINITY ? 0.0f : exp2f(row[s].x - mx);
+      sum += row[s].y * weight;
+      row[s].x = weight;
     }
-    sum = warp_sum(sum);
-    const RowCoord rc = row_coord(a, h, row);
-    T* out = static_cast<T*>(a.out) + rc.index * D;
-    const float inv = empty ? 0.0f : 1.0f / sum;
-    for (int d = lane; d < D; d += 32) {
-      float x = 0.0f;
-      for (int s = 0; s < slots && !empty; ++s) {
-        const float ms = __ldcg(ml + 2 * s);
-        if (ms != -INFINITY) x += __ldcg(acc + s * D + d) * exp2f(ms - mx);
-      }
-      out[d] = from_float<T>(x * inv);
-    }
-    if (lane == 0 && a.lse != nullptr) a.lse[rc.index] = empty ? -INFINITY : (mx + log2f(sum)) * 0.69314718055994531f;
+    row_inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (a.lse != nullptr)
+      a.lse[row_coord(a, h, row0 + r).index] = sum > 0.0f ? (mx + log2f(sum)) * 0.69314718055994531f : -INFINITY;
   }
+  __syncthreads();
+
+  constexpr int kQuads = D / 4;
+  for (int i = threadIdx.x; i < nrows * kQuads; i += kThreads) {
+    const int r = i / kQuads, c = (i % kQuads) * 4;
+    const float2* row = w + r * slots;
+    const float4* acc = reinterpret_cast<const float4*>(a.part_acc + slot_index(a, h, row0 + r, 0) * D + c);
+    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+    for (int s = 0; s < slots; ++s) {
+      const float weight = row[s].x;
+      const float4 v = __ldcg(acc + s * kQuads);
+      x.x = fmaf(weight, v.x, x.x);
+      x.y = fmaf(weight, v.y, x.y);
+      x.z = fmaf(weight, v.z, x.z);
+      x.w = fmaf(weight, v.w, x.w);
+    }
+    const float inv = row_inv[r];
+    store4<T>(static_cast<T*>(a.out) + row_coord(a, h, row0 + r).index * D + c, make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv));
+  }
+}
+
+// Dynamic shared memory of a kernel: its phase or the merge, whichever needs more.
+template <typename Engine>
+constexpr size_t kernel_smem_bytes() {
+  return Engine::kSmemBytes > kMergeSmemBytes ? Engine::kSmemBytes : kMergeSmemBytes;
 }
 
 template <typename T, int D, typename Engine>
@@ -244,7 +268,7 @@ __global__ void __launch_bounds__(Engine::kWarps * 32)
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  merge<T, D, Engine::kWarps>(a, rb, h);
+  merge<T, D, Engine::kWarps * 32>(a, rb, h, smem);  // the phase is done with shared memory (barrier above)
 }
 
 }  // namespace moekit::cuda::detail

@@ -3,10 +3,11 @@
 // K/V read straight from global memory).
 //
 // Scores: lane l holds keys l, l + 32, ... (KPL keys) of a tile and computes their dot products
-// with every row. Output: lane = kg * kCg + cg holds columns [cg * kCpl, +kCpl) for the keys
+// with every row. Output: lane = kg * kCg + cg holds columns [cg * CPL, +CPL) for the keys
 // j = kg (mod kKg); the key groups are summed once, in store(). The running max is uniform across
 // the warp; each lane keeps its own part of the sum and of the output, which the same per-row
-// factor rescales.
+// factor rescales. CPL trades registers (ROWS * CPL accumulators) for wider V loads: the buffer
+// warps (1 row) read 16 bytes at a time, all of a tile's loads in flight together.
 #pragma once
 
 #include <cmath>
@@ -15,14 +16,14 @@
 
 namespace moekit::cuda::detail {
 
-template <typename T, int D, int ROWS, int KPL>
+template <typename T, int D, int ROWS, int KPL, int CPL>
 struct SimtRows {
   static constexpr int kTile = 32 * KPL;
-  static constexpr int kCpl = D >= 64 ? D / 32 : 2;  // output columns per lane
-  static constexpr int kCg = D / kCpl;               // column groups: 8, 16, 32, 32 for D = 16 .. 128
-  static constexpr int kKg = 32 / kCg;               // key groups: 4, 2, 1, 1
+  static constexpr int kCpl = CPL;       // output columns per lane
+  static constexpr int kCg = D / kCpl;   // column groups
+  static constexpr int kKg = 32 / kCg;   // key groups
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
-  static_assert(kCg * kKg == 32 && D % kVec == 0, "head dim must be 16, 32, 64 or 128");
+  static_assert(kCg * kKg == 32 && kCg <= 32 && D % kVec == 0, "head dim 16, 32, 64 or 128; CPL * sizeof(T) of 4, 8 or 16 bytes");
 
   float m[ROWS];  // running max of the scaled scores (base 2), uniform across the warp
   float l[ROWS];  // this lane's part of the running sum
@@ -108,15 +109,19 @@ struct SimtRows {
     __syncwarp();
 
     const int kg = lane / kCg, cg = lane % kCg;
-    for (int j = kg; j < nkeys; j += kKg) {
-      float vf[kCpl];
-      load_floats<T, kCpl>(v + j * ld + cg * kCpl, vf);
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        if (r < active) {
-          const float p = p_s[r * kTile + j];
+    for (int it = 0; it < kTile / kKg; ++it) {
+      const int j = it * kKg + kg;
+      if (j < nkeys) {
+        float vf[kCpl];
+        load_floats<T, kCpl>(v + j * ld + cg * kCpl, vf);
 #pragma unroll
-          for (int c = 0; c < kCpl; ++c) o[r][c] = fmaf(p, vf[c], o[r][c]);
+        for (int r = 0; r < ROWS; ++r) {
+          if (r < active) {
+            const float p = p_s[r * kTile + j];
+#pragma unroll
+            for (int c = 0; c < kCpl; ++c) o[r][c] = fmaf(p, vf[c], o[r][c]);
+          }
         }
       }
     }
