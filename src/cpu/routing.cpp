@@ -53,16 +53,6 @@ void iota_into(std::vector<int>& v, int n, int first = 0) {
   for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = first + i;
 }
 
-std::string_view method_name(RoutingMethod m) {
-  switch (m) {
-    case RoutingMethod::kSoftmaxTopK: return "softmax_topk";
-    case RoutingMethod::kTopKSoftmax: return "topk_softmax";
-    case RoutingMethod::kDeepSeekV3: return "deepseek_v3";
-    case RoutingMethod::kLlama4: return "llama4";
-    case RoutingMethod::kTopK: return "topk";
-  }
-  return "unknown";
-}
 
 // Per-thread scratch: route_token runs once per token inside OpenMP loops, so it must not allocate
 // after the first call on a thread.
@@ -200,7 +190,7 @@ Status validate_route(const RoutingParams& p, int e, int k, const TensorView& lo
   } else if (bias.defined()) {
     // Rejected rather than ignored: a caller passing a bias expects it to change the routing.
     return Status::InvalidArgument(fmt::format("correction_bias: {} is given but routing method {} does not use it",
-                                               bias.describe(), method_name(p.method)));
+                                               bias.describe(), routing_method_name(p.method)));
   }
   const int64_t t = logits.size(0);
   const int64_t out_shape[] = {t, k};
@@ -212,7 +202,7 @@ Status validate_route(const RoutingParams& p, int e, int k, const TensorView& lo
 }  // namespace
 
 Status validate_routing_params(const RoutingParams& p, int e, int k) {
-  if (method_name(p.method) == "unknown")
+  if (routing_method_name(p.method) == "unknown")
     return Status::InvalidArgument(fmt::format("routing method={} is unknown", static_cast<int>(p.method)));
   if (e < 1) return Status::InvalidArgument(fmt::format("num_experts={} must be >= 1", e));
   if (k < 1) return Status::InvalidArgument(fmt::format("top_k={} must be >= 1", k));
