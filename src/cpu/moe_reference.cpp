@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "expert_gemm.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
 #include "parallel.h"
@@ -84,39 +85,6 @@ Status build_rows(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in,
 // memory stays at kRowBlock * K doubles per thread whatever the expert size, and the kRowBlock dot
 // products of one input row advance together. Each still sums in k order from zero and adds the
 // bias last: the result is that of a plain dot product, bit for bit.
-constexpr int64_t kRowBlock = 8;
-
-// y[r, n] = sum_k x[r, k] * W_e[n, k] + bias_e[n] for expert e's rows [begin, end).
-void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_t begin, int64_t end,
-                 const std::vector<double>& x, int64_t K, std::vector<double>& y, int64_t N) {
-  if (begin == end) return;
-  const TensorView& bias = g == Gemm::k1 ? w.w13_bias : w.w2_bias;
-  std::vector<double> b(N, 0.0);
-  if (bias.data()) load_elements(bias.data(), bias.dtype(), e * N, N, b.data());
-  const int64_t blocks = (N + kRowBlock - 1) / kRowBlock;
-#pragma omp parallel if (worth_parallel(N * K * (end - begin + 1)))
-  {
-    std::vector<double> wt(static_cast<size_t>(K * kRowBlock), 0.0);  // wt[k * kRowBlock + j] = W[n0 + j, k]
-#pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t n0 = blk * kRowBlock, nb = std::min(kRowBlock, N - n0);
-      for (int64_t j = 0; j < nb; ++j) dequantize_weight_row(p, w, g, e, n0 + j, wt.data() + j, kRowBlock);
-      for (int64_t r = begin; r < end; ++r) {
-        const double* xr = x.data() + r * K;
-        double acc[kRowBlock] = {};
-        for (int64_t k = 0; k < K; ++k) {
-          const double xk = xr[k];
-          const double* wk = wt.data() + k * kRowBlock;
-          // Vectorized across the kRowBlock lanes, never along k (the sums keep their order).
-#pragma omp simd
-          for (int64_t j = 0; j < kRowBlock; ++j) acc[j] += xk * wk[j];
-        }
-        for (int64_t j = 0; j < nb; ++j) y[r * N + n0 + j] = acc[j] + b[n0 + j];
-      }
-    }
-  }
-}
-
 std::vector<int32_t> row_experts(const Permutation& perm) {
   std::vector<int32_t> ex(perm.rows.size());
   for (size_t r = 0; r < perm.rows.size(); ++r) ex[r] = perm.rows[r].expert;
@@ -150,7 +118,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
   quantize_activations(p, w, Gemm::k1, x, H, experts);
 
   std::vector<double> h1(static_cast<size_t>(R * N1));
-  for (int e = 0; e < p.local_experts(); ++e) expert_gemm(p, w, Gemm::k1, e, perm.offsets[e], perm.offsets[e + 1], x, H, h1, N1);
+  for (int e = 0; e < p.local_experts(); ++e) expert_gemm(p, w, Gemm::k1, e, perm.offsets[e], perm.offsets[e + 1], x.data(), h1.data());
   std::vector<double>().swap(x);
 
   std::vector<double> a(static_cast<size_t>(R * I));
@@ -161,7 +129,7 @@ Status run_reference(const MoeProblem& p, const MoeWeights& w, const MoeInputs& 
   quantize_activations(p, w, Gemm::k2, a, I, experts);
 
   std::vector<double> y(static_cast<size_t>(R * H));
-  for (int e = 0; e < p.local_experts(); ++e) expert_gemm(p, w, Gemm::k2, e, perm.offsets[e], perm.offsets[e + 1], a, I, y, H);
+  for (int e = 0; e < p.local_experts(); ++e) expert_gemm(p, w, Gemm::k2, e, perm.offsets[e], perm.offsets[e + 1], a.data(), y.data());
 
   // Finalize. The masked format writes each valid row back to its own place, unweighted.
   if (p.input_format == InputFormat::kMasked) {

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "activation.h"
+#include "expert_gemm.h"
+#include "parallel.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
 #include "quant_reference.h"
@@ -264,34 +266,16 @@ class ExpertWeight {
   std::vector<double> bias_;
 };
 
-constexpr int64_t kParallelMinWork = int64_t{1} << 16;
-
 double dot(const double* a, const double* b, int64_t k) {
   double acc = 0.0;
   for (int64_t i = 0; i < k; ++i) acc += a[i] * b[i];
   return acc;
 }
 
-// y[r, :] = x[r, :] * W_e^T + bias_e for rows [begin, end) of expert e, threads over columns.
-void expert_gemm(const StageContext& c, GemmShape s, int e, int64_t begin, int64_t end, const double* x, double* y) {
-  if (begin == end) return;
-  // Small GEMMs (decode rows, tests) stay on the calling thread: starting a team costs more.
-#pragma omp parallel if ((end - begin) * s.n * s.k >= kParallelMinWork)
-  {
-    ExpertWeight w(c.problem, c.weights, s);
-    w.select(e);
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < s.n; ++n) {
-      const double* wn = w.row(n);
-      for (int64_t r = begin; r < end; ++r) y[r * s.n + n] = dot(x + r * s.k, wn, s.k) + w.bias(n);
-    }
-  }
-}
-
 Status gemm_stage(const StageContext& c, Gemm g, const TensorView& in, const TensorView& out) {
   const GemmShape s = gemm_shape(c.problem, g);
   const int64_t* off = ptr<const int64_t>(c.buffers.expert_offsets);
-  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c, s, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out));
+  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c.problem, c.weights, s.g, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out));
   return Status::Ok();
 }
 
@@ -307,7 +291,7 @@ void activate_rows(const StageContext& c, int64_t begin, int64_t end, std::span<
   const int64_t N1 = p.gemm1_rows(), I = p.intermediate;
   const double* h = ptr<const double>(c.buffers.gemm1_out);
   double* a = ptr<double>(c.buffers.gemm2_in);
-#pragma omp parallel for schedule(static) if ((end - begin) * p.intermediate >= kParallelMinWork)
+#pragma omp parallel for schedule(static) if (worth_parallel((end - begin) * p.intermediate * kCostOfExp))
   for (int64_t r = begin; r < end; ++r)
     apply_activation(p.activation, p.gate_up_layout, std::span(h + r * N1, static_cast<size_t>(N1)), std::span(a + r * I, static_cast<size_t>(I)));
   quantize_activations(p, c.weights, Gemm::k2, std::span(a + begin * I, static_cast<size_t>((end - begin) * I)), I, experts);
@@ -329,7 +313,7 @@ Status gemm1_activation_stage(const StageContext& c) {
   for (int e = 0; e < local_experts(c); ++e)
     for (int64_t b = off[e]; b < off[e + 1]; b += kRowBlock) {
       const int64_t end = std::min(off[e + 1], b + kRowBlock);
-      expert_gemm(c, s, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out));
+      expert_gemm(c.problem, c.weights, s.g, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out));
       activate_rows(c, b, end, std::span(experts).subspan(b, end - b));
     }
   return Status::Ok();
@@ -379,7 +363,7 @@ Status gemm2_finalize_stage(const StageContext& c) {
   const int64_t* drows = ptr<const int64_t>(c.buffers.dest_rows);
   const double* a = ptr<const double>(c.buffers.gemm2_in);
   const auto experts = row_experts(c);
-#pragma omp parallel if (routed_rows(c) * s.n * s.k >= kParallelMinWork)
+#pragma omp parallel if (worth_parallel(routed_rows(c) * s.n * s.k))
   {
     ExpertWeight w(c.problem, c.weights, s);
     std::vector<double> acc(static_cast<size_t>(H));
@@ -435,10 +419,10 @@ Status token_major_layer(const StageContext& c) {
         if (p.apply_router_weight_on_input)
           for (int64_t i = 0; i < H; ++i) x[i] *= wgt;
         quantize_activations(p, c.weights, Gemm::k1, std::span(x, static_cast<size_t>(H)), H, ex);
-        expert_gemm(c, gemm_shape(p, Gemm::k1), local, 0, 1, x, h);
+        expert_gemm(p, c.weights, Gemm::k1, local, 0, 1, x, h);
         apply_activation(p.activation, p.gate_up_layout, std::span(h, static_cast<size_t>(N1)), std::span(a, static_cast<size_t>(I)));
         quantize_activations(p, c.weights, Gemm::k2, std::span(a, static_cast<size_t>(I)), I, ex);
-        expert_gemm(c, gemm_shape(p, Gemm::k2), local, 0, 1, a, y);
+        expert_gemm(p, c.weights, Gemm::k2, local, 0, 1, a, y);
         const double f = p.routing.routed_scaling_factor * (p.apply_router_weight_on_input ? 1.0 : wgt);
         for (int64_t i = 0; i < H; ++i) acc[i] += f * y[i];
       }
