@@ -5,7 +5,6 @@
 #include "stages.h"
 
 #include <algorithm>
-#include <cstring>
 #include <span>
 #include <vector>
 
@@ -34,25 +33,6 @@ int64_t out_rows(const StageContext& c) {
   const auto& p = c.problem;
   if (p.input_format == InputFormat::kMasked) return local_experts(c) * c.inputs.hidden.size(1);
   return p.no_combine ? num_tokens(c) * p.top_k : num_tokens(c);
-}
-
-// n values from element `first` on, as doubles; f32 and bf16 (weights, activations) without the
-// generic per-element decoder, which would dominate the GEMMs.
-void load_doubles(const TensorView& t, int64_t first, int64_t n, double* dst) {
-  if (t.dtype() == DType::kF32) {
-    const float* p = t.data_as<const float>() + first;
-    for (int64_t i = 0; i < n; ++i) dst[i] = p[i];
-  } else if (t.dtype() == DType::kBF16) {
-    const uint16_t* p = t.data_as<const uint16_t>() + first;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      dst[i] = f;
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = load_element(t.data(), t.dtype(), first + i);
-  }
 }
 
 void store_row(const TensorView& out, int64_t row, const double* values, int64_t n) {
@@ -191,11 +171,11 @@ Status route_build_maps_stage(const StageContext& c) {
   std::vector<double> bias;
   if (p.routing.method == RoutingMethod::kDeepSeekV3) {
     bias.resize(static_cast<size_t>(E));
-    load_doubles(c.inputs.e_score_correction_bias, 0, E, bias.data());
+    load_elements(c.inputs.e_score_correction_bias.data(), c.inputs.e_score_correction_bias.dtype(), 0, E, bias.data());
   }
   std::vector<double> logits(static_cast<size_t>(E));
   for (int64_t t = 0; t < T; ++t) {
-    load_doubles(c.inputs.router_logits, t * E, E, logits.data());
+    load_elements(c.inputs.router_logits.data(), c.inputs.router_logits.dtype(), t * E, E, logits.data());
     route_token(p.routing, logits, bias, std::span(ptr<int32_t>(c.buffers.topk_ids) + t * K, static_cast<size_t>(K)),
                 std::span(ptr<float>(c.buffers.topk_weights) + t * K, static_cast<size_t>(K)));
     count_topk_rows(c, t * K, (t + 1) * K);
@@ -214,7 +194,7 @@ Status expand_stage(const StageContext& c) {
   const float* rw = ptr<const float>(c.buffers.row_weight);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < R; ++r) {
-    load_doubles(c.inputs.hidden, src[r] * H, H, x + r * H);
+    load_elements(c.inputs.hidden.data(), c.inputs.hidden.dtype(), src[r] * H, H, x + r * H);
     if (p.apply_router_weight_on_input)
       for (int64_t k = 0; k < H; ++k) x[r * H + k] *= rw[r];
   }
@@ -224,58 +204,9 @@ Status expand_stage(const StageContext& c) {
 }
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
-struct GemmShape {
-  Gemm g;
-  int64_t n;  // output columns
-  int64_t k;  // reduction
-};
-GemmShape gemm_shape(const MoeProblem& p, Gemm g) {
-  return g == Gemm::k1 ? GemmShape{g, p.gemm1_rows(), p.hidden} : GemmShape{g, p.hidden, p.intermediate};
-}
-
-// Expert e's weight for one GEMM, one row at a time, as doubles: streamed through
-// dequantize_weight_row (every scheme, unquantized included), so memory does not grow with the
-// expert's size.
-class ExpertWeight {
- public:
-  ExpertWeight(const MoeProblem& p, const MoeWeights& w, GemmShape s) : p_(p), w_(w), s_(s), row_(static_cast<size_t>(s.k)) {}
-  void select(int e) {
-    if (e == e_) return;
-    e_ = e;
-    const TensorView& bias = s_.g == Gemm::k1 ? w_.w13_bias : w_.w2_bias;
-    bias_.assign(static_cast<size_t>(s_.n), 0.0);
-    if (bias.defined()) load_doubles(bias, e * s_.n, s_.n, bias_.data());
-  }
-  // Needs select() first. The pointer is valid until the next row() call on this object.
-  const double* row(int64_t n) {
-    if (p_.quant == QuantScheme::kNone) {
-      load_doubles(s_.g == Gemm::k1 ? w_.w13 : w_.w2, (e_ * s_.n + n) * s_.k, s_.k, row_.data());
-    } else {
-      dequantize_weight_row(p_, w_, s_.g, e_, n, row_.data(), 1);
-    }
-    return row_.data();
-  }
-  double bias(int64_t n) const { return bias_[n]; }
-
- private:
-  const MoeProblem& p_;
-  const MoeWeights& w_;
-  GemmShape s_;
-  int e_ = -1;
-  std::vector<double> row_;
-  std::vector<double> bias_;
-};
-
-double dot(const double* a, const double* b, int64_t k) {
-  double acc = 0.0;
-  for (int64_t i = 0; i < k; ++i) acc += a[i] * b[i];
-  return acc;
-}
-
 Status gemm_stage(const StageContext& c, Gemm g, const TensorView& in, const TensorView& out) {
-  const GemmShape s = gemm_shape(c.problem, g);
   const int64_t* off = ptr<const int64_t>(c.buffers.expert_offsets);
-  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c.problem, c.weights, s.g, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out));
+  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c.problem, c.weights, g, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out));
   return Status::Ok();
 }
 
@@ -307,13 +238,12 @@ Status activation_stage(const StageContext& c) {
 constexpr int64_t kRowBlock = 16;
 
 Status gemm1_activation_stage(const StageContext& c) {
-  const GemmShape s = gemm_shape(c.problem, Gemm::k1);
   const int64_t* off = ptr<const int64_t>(c.buffers.expert_offsets);
   const auto experts = row_experts(c);
   for (int e = 0; e < local_experts(c); ++e)
     for (int64_t b = off[e]; b < off[e + 1]; b += kRowBlock) {
       const int64_t end = std::min(off[e + 1], b + kRowBlock);
-      expert_gemm(c.problem, c.weights, s.g, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out));
+      expert_gemm(c.problem, c.weights, Gemm::k1, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out));
       activate_rows(c, b, end, std::span(experts).subspan(b, end - b));
     }
   return Status::Ok();
@@ -329,55 +259,54 @@ double row_factor(const StageContext& c, int64_t r) {
   return p.routing.routed_scaling_factor * w;
 }
 
-Status finalize_stage(const StageContext& c) {
-  const int64_t H = c.problem.hidden, O = out_rows(c);
-  const bool masked = c.problem.input_format == InputFormat::kMasked;
+// out[o] = the sum of o's source rows of gemm2_out, each times its factor, in dest order (the fixed
+// order). A Masked row without a source (at or beyond masked_m) stays untouched.
+void combine_row(const StageContext& c, int64_t o, std::vector<double>& acc) {
+  const int64_t H = c.problem.hidden;
   const int64_t* doff = ptr<const int64_t>(c.buffers.dest_offsets);
   const int64_t* drows = ptr<const int64_t>(c.buffers.dest_rows);
   const double* y = ptr<const double>(c.buffers.gemm2_out);
+  if (c.problem.input_format == InputFormat::kMasked && doff[o] == doff[o + 1]) return;
+  std::fill(acc.begin(), acc.end(), 0.0);
+  for (int64_t i = doff[o]; i < doff[o + 1]; ++i) {
+    const int64_t r = drows[i];
+    const double f = row_factor(c, r);
+    for (int64_t k = 0; k < H; ++k) acc[k] += f * y[r * H + k];
+  }
+  store_row(c.outputs.out, o, acc.data(), H);
+}
+
+Status finalize_stage(const StageContext& c) {
+  const int64_t O = out_rows(c);
 #pragma omp parallel
   {
-    std::vector<double> acc(static_cast<size_t>(H));
+    std::vector<double> acc(static_cast<size_t>(c.problem.hidden));
 #pragma omp for schedule(static)
-    for (int64_t o = 0; o < O; ++o) {
-      if (masked && doff[o] == doff[o + 1]) continue;  // rows at or beyond masked_m stay untouched
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t i = doff[o]; i < doff[o + 1]; ++i) {
-        const int64_t r = drows[i];
-        const double f = row_factor(c, r);
-        for (int64_t k = 0; k < H; ++k) acc[k] += f * y[r * H + k];
-      }
-      store_row(c.outputs.out, o, acc.data(), H);
-    }
+    for (int64_t o = 0; o < O; ++o) combine_row(c, o, acc);
   }
   return Status::Ok();
 }
 
-// gemm2 with finalize. Each output row's sources are computed one after the other and summed at
-// once (token-major), so no row of gemm2_out is needed after its token is done.
+// gemm2 with finalize, token-major: each output row's source rows go through gemm2 one after the
+// other and are combined at once, while they are in cache. The same arithmetic as gemm2 then
+// finalize, in another order of work.
 Status gemm2_finalize_stage(const StageContext& c) {
-  const GemmShape s = gemm_shape(c.problem, Gemm::k2);
-  const int64_t H = c.problem.hidden, I = c.problem.intermediate, O = out_rows(c);
-  const bool masked = c.problem.input_format == InputFormat::kMasked;
+  const int64_t O = out_rows(c);
   const int64_t* doff = ptr<const int64_t>(c.buffers.dest_offsets);
   const int64_t* drows = ptr<const int64_t>(c.buffers.dest_rows);
   const double* a = ptr<const double>(c.buffers.gemm2_in);
+  double* y = ptr<double>(c.buffers.gemm2_out);
   const auto experts = row_experts(c);
-#pragma omp parallel if (worth_parallel(routed_rows(c) * s.n * s.k))
+  const int64_t work = routed_rows(c) * c.problem.hidden * c.problem.intermediate;
+#pragma omp parallel if (worth_parallel(work))
   {
-    ExpertWeight w(c.problem, c.weights, s);
-    std::vector<double> acc(static_cast<size_t>(H));
+    std::vector<double> acc(static_cast<size_t>(c.problem.hidden));
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < O; ++o) {
-      if (masked && doff[o] == doff[o + 1]) continue;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t i = doff[o]; i < doff[o + 1]; ++i) {
-        const int64_t r = drows[i];
-        w.select(experts[r]);
-        const double f = row_factor(c, r);
-        for (int64_t n = 0; n < H; ++n) acc[n] += f * (dot(a + r * I, w.row(n), I) + w.bias(n));
-      }
-      store_row(c.outputs.out, o, acc.data(), H);
+      // Each row has one destination, so only this iteration writes its gemm2_out rows.
+      for (int64_t i = doff[o]; i < doff[o + 1]; ++i)
+        expert_gemm(c.problem, c.weights, Gemm::k2, experts[drows[i]], drows[i], drows[i] + 1, a, y);
+      combine_row(c, o, acc);
     }
   }
   return Status::Ok();
@@ -415,7 +344,7 @@ Status token_major_layer(const StageContext& c) {
       if (local >= 0) {
         const int32_t ex[] = {local};
         const double wgt = weights[t * K + k];
-        load_doubles(c.inputs.hidden, t * H, H, x);
+        load_elements(c.inputs.hidden.data(), c.inputs.hidden.dtype(), t * H, H, x);
         if (p.apply_router_weight_on_input)
           for (int64_t i = 0; i < H; ++i) x[i] *= wgt;
         quantize_activations(p, c.weights, Gemm::k1, std::span(x, static_cast<size_t>(H)), H, ex);
