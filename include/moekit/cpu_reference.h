@@ -19,6 +19,11 @@ Status validate_problem(const MoeProblem& problem);
 // Checks the problem and the weights (shapes, dtypes, scale layouts): what prepare_weights checks.
 Status validate_weights(const MoeProblem& problem, const MoeWeights& weights);
 
+// Checks the inputs and outputs of a call (shapes, dtypes, devices, routing parameters, index
+// ranges) for a problem validate_problem accepted and weights validate_weights accepted: what
+// MoeRunner::run checks on every call, once the weights were checked by prepare_weights.
+Status validate_io(const MoeProblem& problem, const MoeInputs& inputs, const MoeOutputs& outputs);
+
 // Checks a whole layer call: shapes, dtypes, devices, option combinations, scale layouts.
 Status validate(const MoeProblem& problem, const MoeWeights& weights, const MoeInputs& inputs,
                 const MoeOutputs& outputs);

@@ -111,6 +111,7 @@ struct MoePlan {
   bool runnable = false;
 
   const FusionDecision& fusion(Fusion f) const;
+  FusionDecision& fusion(Fusion f);
 };
 
 struct PlanOptions {
@@ -125,6 +126,9 @@ Result<DeviceSelection> select_device(BackendChoice choice, const Registry& regi
 
 MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTarget& device,
                   const PlanOptions& options, const Registry& registry = default_registry());
+
+// "E=128 K=8 H=2048 I=768 T=32 format=standard dtype=bf16 quant=none": the first line of a plan.
+std::string problem_summary(const MoeProblem& problem, int64_t num_tokens);
 
 // Renderings for `moekit explain`: a human table and a stable JSON document.
 std::string plan_to_text(const MoePlan& plan);

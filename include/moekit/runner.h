@@ -55,6 +55,7 @@ struct WorkspaceLayout {
   };
   std::vector<Segment> segments;
   size_t total_bytes = 0;
+  int64_t tokens = 0;    // T (Masked: E_local * max_m): what the plan is made for
   int64_t max_rows = 0;  // R_max: the most expanded rows this call can have
   int64_t out_rows = 0;
 };

@@ -221,6 +221,8 @@ Status validate_weights(const MoeProblem& p, const MoeWeights& w) {
   return check_weights(p, w);
 }
 
+Status validate_io(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& out) { return check_format(p, in, out); }
+
 Status validate(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out) {
   MOEKIT_RETURN_IF_ERROR(check_problem(p));
   MOEKIT_RETURN_IF_ERROR(check_weights(p, w));

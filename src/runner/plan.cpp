@@ -2,6 +2,8 @@
 // and writes down both, so `moekit explain` shows exactly what `MoeRunner::run` will do.
 #include "moekit/plan.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "plan_rules.h"
@@ -24,16 +26,10 @@ struct PipelineBuilder {
   MoePlan& plan;
   const Registry& registry;
 
-  FusionDecision& decision(Fusion f) {
-    for (auto& d : plan.fusions)
-      if (d.fusion == f) return d;
-    return plan.fusions.front();  // unreachable: every fusion is decided before the pipeline
-  }
-
   // Adds the step for [first, last] if the fusion is on and implemented; otherwise turns the fusion
   // off (saying why) and returns false so the caller adds the stages one by one.
   bool add_fused(Fusion f, Stage first, Stage last) {
-    FusionDecision& d = decision(f);
+    FusionDecision& d = plan.fusion(f);
     if (!d.decision.on) return false;
     const StageImpl* impl = registry.find_stage(plan.problem.input_format, plan.device.backend, first, last);
     if (impl == nullptr) {
@@ -116,11 +112,13 @@ Switch FusionControls::get(Fusion f) const {
   return Switch::kAuto;
 }
 
+// make_plan decides every fusion, so the lookup always finds one.
 const FusionDecision& MoePlan::fusion(Fusion f) const {
   for (const auto& d : fusions)
     if (d.fusion == f) return d;
   return fusions.front();
 }
+FusionDecision& MoePlan::fusion(Fusion f) { return const_cast<FusionDecision&>(std::as_const(*this).fusion(f)); }
 
 WeightTraits WeightTraits::of(const MoeWeights& w) {
   return {.w13_bias = w.w13_bias.defined(),

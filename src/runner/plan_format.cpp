@@ -11,7 +11,9 @@ namespace {
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
-std::string problem_line(const MoeProblem& p, int64_t tokens) {
+}  // namespace
+
+std::string problem_summary(const MoeProblem& p, int64_t tokens) {
   const int local = p.local_experts();
   std::string experts = local == p.num_experts ? fmt::format("E={}", p.num_experts)
                                                : fmt::format("E={} (local {}..{})", p.num_experts, p.local_expert_begin,
@@ -19,6 +21,8 @@ std::string problem_line(const MoeProblem& p, int64_t tokens) {
   return fmt::format("{} K={} H={} I={} T={} format={} dtype={} quant={}", experts, p.top_k, p.hidden, p.intermediate, tokens,
                      input_format_name(p.input_format), dtype_name(p.activation_dtype), quant_scheme_name(p.quant));
 }
+
+namespace {
 
 std::string options_line(const MoeProblem& p) {
   std::string routing = fmt::format("routing={} renormalize={}", routing_method_name(p.routing.method), yes_no(p.routing.renormalize));
@@ -43,7 +47,7 @@ nlohmann::ordered_json decision_json(const Decision& d) {
 
 std::string plan_to_text(const MoePlan& plan) {
   std::string s;
-  s += fmt::format("problem    {}\n", problem_line(plan.problem, plan.num_tokens));
+  s += fmt::format("problem    {}\n", problem_summary(plan.problem, plan.num_tokens));
   s += fmt::format("options    {}\n", options_line(plan.problem));
   s += fmt::format("device     {}\n", plan.device.name);
   s += fmt::format("backend    {} ({})  [{}] {}\n", backend_kind_name(plan.device.backend), plan.runnable ? "runnable" : "NOT runnable",

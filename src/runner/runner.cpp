@@ -121,6 +121,7 @@ Result<WorkspaceLayout> MoeRunner::workspace_layout(const MoeInputs& inputs) con
   const int64_t R = rc->max_rows;
   const int64_t inter = dtype_storage_bytes(intermediate_dtype(device_.backend), 1);
   WorkspaceLayout l;
+  l.tokens = rc->tokens;
   l.max_rows = R;
   l.out_rows = rc->out_rows;
   auto add = [&](std::string_view name, int64_t bytes) {
@@ -156,7 +157,8 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
                                                backend_kind_name(device_.backend)));
   if (!same_weight_shapes(weights.problem_, problem_))
     return Status::InvalidArgument("weights: prepared for a problem with different experts, sizes, quantization or layout");
-  if (device_.backend == BackendKind::kCpu) MOEKIT_RETURN_IF_ERROR(cpu::validate(problem_, weights.weights(), inputs, outputs));
+  // The problem was checked by create and the weights by prepare_weights: only the call's tensors now.
+  if (device_.backend == BackendKind::kCpu) MOEKIT_RETURN_IF_ERROR(cpu::validate_io(problem_, inputs, outputs));
   auto layout = workspace_layout(inputs);
   if (!layout.ok()) return layout.status();
   if (workspace.size() < layout->total_bytes)
@@ -164,8 +166,7 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
   if (layout->total_bytes > 0 && reinterpret_cast<uintptr_t>(workspace.data()) % kAlign != 0)
     return Status::InvalidArgument(fmt::format("workspace: address {} is not {}-byte aligned", static_cast<const void*>(workspace.data()), kAlign));
 
-  const auto rc = row_counts(problem_, inputs);
-  const MoePlan& plan = cached_plan(rc->tokens, WeightTraits::of(weights.weights()));
+  const MoePlan& plan = cached_plan(layout->tokens, WeightTraits::of(weights.weights()));
   if (!plan.runnable) {
     std::string why = plan.backend.on ? "" : plan.backend.reason;
     for (const auto& n : plan.notes) why += (why.empty() ? "" : "; ") + n;
@@ -181,7 +182,7 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
       if (s.name == name) return workspace.data() + s.offset;
     return nullptr;
   };
-  const int64_t R = layout->max_rows, T = rc->tokens, K = p.top_k;
+  const int64_t R = layout->max_rows, T = layout->tokens, K = p.top_k;
   StageBuffers b;
   if (p.input_format == InputFormat::kStandard) {
     b.topk_ids = TensorView(seg("topk_ids"), DType::kI32, {T, K}, dev);

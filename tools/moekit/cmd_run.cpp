@@ -259,7 +259,7 @@ int run(const RunOptions& o) {
     j["repro"] = repro;
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("problem   {}\n", plan_to_text(plan).substr(11, plan_to_text(plan).find('\n') - 11));
+    fmt::print("problem   {}\n", problem_summary(p, plan.num_tokens));
     fmt::print("device    {}  [{}] {}\n", runner->device().name, runner->device_decision().rule, runner->device_decision().reason);
     fmt::print("plan      {}\n", steps);
     if (ckpt) {
