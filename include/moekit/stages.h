@@ -61,6 +61,9 @@ struct StageBuffers {
   TensorView gemm1_out;       // [R_max, gemm1_rows]
   TensorView gemm2_in;        // [R_max, I]
   TensorView gemm2_out;       // [R_max, H]
+  // Backend-private bytes (BackendHooks::scratch_bytes): sort scratch, accumulators. Empty for the
+  // CPU backend.
+  TensorView scratch;
 };
 
 // Everything a stage implementation sees.
@@ -118,8 +121,24 @@ struct FusedLayerImpl {
   StageFn run;
 };
 
+// What a backend provides beyond its implementations: its checks of the caller's tensors (the
+// runner calls them before anything runs), its element types for the row buffers, and its private
+// scratch. Unset functions mean "nothing to check" / "no scratch".
+struct BackendHooks {
+  Status (*validate_weights)(const MoeProblem&, const MoeWeights&) = nullptr;  // in prepare_weights
+  Status (*validate_io)(const MoeProblem&, const MoeInputs&, const MoeOutputs&) = nullptr;  // in run
+  // StageBuffers::scratch bytes for a call with these row counts (tokens as in PlanQuery).
+  Result<size_t> (*scratch_bytes)(const MoeProblem&, int64_t tokens, int64_t max_rows, int64_t out_rows) = nullptr;
+  DType rows_dtype = DType::kF64;            // gemm1_out and gemm2_out
+  bool operands_in_activation_dtype = false;  // gemm1_in and gemm2_in: the activation dtype, else rows_dtype
+};
+
 class Registry {
  public:
+  // Hooks of a backend (defaults until set).
+  void set_hooks(BackendKind backend, const BackendHooks& hooks) { hooks_[static_cast<int>(backend)] = hooks; }
+  const BackendHooks& hooks(BackendKind backend) const { return hooks_[static_cast<int>(backend)]; }
+
   // Rejects a duplicate name, first > last, or an empty format list.
   Status add_stage(StageImpl impl);
   Status add_fused_layer(FusedLayerImpl impl);
@@ -136,6 +155,7 @@ class Registry {
  private:
   std::vector<StageImpl> stages_;
   std::vector<FusedLayerImpl> fused_;
+  BackendHooks hooks_[2];
 };
 
 // The registry with every backend this build has (CPU always; CUDA when built).

@@ -113,4 +113,7 @@ class Tensor {
 // Synchronous copy between two contiguous tensors of the same dtype and shape, on any devices.
 Status copy_tensor(const TensorView& dst, const TensorView& src);
 
+// Waits until all work queued on `device` has finished (nothing to wait for on the CPU).
+Status synchronize(Device device);
+
 }  // namespace moekit

@@ -14,5 +14,7 @@ Status device_malloc(void** ptr, size_t bytes, int device_index);
 void device_free(void* ptr, int device_index) noexcept;
 // Synchronous copy of `bytes` between any two of host and CUDA memory.
 Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+// Waits for all work queued on the device.
+Status device_sync(int device_index);
 
 }  // namespace moekit::detail

@@ -142,3 +142,9 @@ Status copy_tensor(const TensorView& dst, const TensorView& src) {
 }
 
 }  // namespace moekit
+
+namespace moekit {
+
+Status synchronize(Device device) { return device.is_cpu() ? Status::Ok() : detail::device_sync(device.index); }
+
+}  // namespace moekit

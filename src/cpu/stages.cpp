@@ -371,6 +371,7 @@ Status register_cpu_backend(Registry& r) {
   using F = InputFormat;
   const std::vector<F> all = {F::kStandard, F::kPreRouted, F::kMasked, F::kIndexed};
   const BackendKind cpu = BackendKind::kCpu;
+  r.set_hooks(cpu, {.validate_weights = validate_weights, .validate_io = validate_io, .rows_dtype = kIntermediateDType});
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cpu.token_major_layer", cpu, {F::kStandard, F::kPreRouted}, token_major_declines, token_major_layer}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cpu.route", cpu, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cpu.route_build_maps", cpu, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));

@@ -16,6 +16,22 @@ namespace moekit::cpu {
 
 namespace {
 
+// Where the tensors being checked live. Host tensors are also checked by value (ids in range, masked
+// counts, offsets); device tensors only by shape and dtype, since reading them would synchronize.
+thread_local Residence g_residence = Residence::kHost;
+bool reads_values() { return g_residence == Residence::kHost; }
+
+class ResidenceScope {
+ public:
+  explicit ResidenceScope(Residence r) : previous_(g_residence) { g_residence = r; }
+  ~ResidenceScope() { g_residence = previous_; }
+  ResidenceScope(const ResidenceScope&) = delete;
+  ResidenceScope& operator=(const ResidenceScope&) = delete;
+
+ private:
+  Residence previous_;
+};
+
 // The wanted shape as the messages print it.
 std::string wanted(std::span<const int64_t> shape, std::string_view expected) {
   return expected.empty() ? fmt::format("[{}]", fmt::join(shape, ", ")) : std::string(expected);
@@ -24,7 +40,9 @@ std::string wanted(std::span<const int64_t> shape, std::string_view expected) {
 }  // namespace
 
 Status check_host_placement(std::string_view name, const TensorView& t) {
-  if (!t.device().is_cpu())
+  if (g_residence == Residence::kCuda && !t.device().is_cuda())
+    return Status::InvalidArgument(fmt::format("{}: {} is not a CUDA device tensor, which the CUDA backend needs", name, t.describe()));
+  if (g_residence == Residence::kHost && !t.device().is_cpu())
     return Status::InvalidArgument(fmt::format("{}: {} is not a host (cpu) tensor, which the CPU reference needs", name, t.describe()));
   if (!t.is_contiguous())
     return Status::InvalidArgument(fmt::format("{}: {} with strides [{}] is not contiguous", name, t.describe(),
@@ -115,7 +133,7 @@ Status check_routing(const MoeProblem& p, const MoeInputs& in, int64_t T) {
   MOEKIT_RETURN_IF_ERROR(check_host_tensor("topk_ids", in.topk_ids, {DType::kI32}, topk_shape));
   MOEKIT_RETURN_IF_ERROR(check_host_tensor("topk_weights", in.topk_weights, {DType::kF32}, topk_shape));
   const auto* ids = in.topk_ids.data_as<const int32_t>();
-  for (int64_t i = 0; i < T * K; ++i)
+  for (int64_t i = 0; reads_values() && i < T * K; ++i)
     if (ids[i] < 0 || ids[i] >= E)
       return Status::InvalidArgument(fmt::format("topk_ids[{}, {}]={} is outside [0, num_experts={})", i / K, i % K, ids[i], E));
   return Status::Ok();
@@ -131,7 +149,7 @@ Status check_format(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& 
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("hidden", in.hidden, {act}, shape));
     const int64_t m_shape[] = {EL};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("masked_m", in.masked_m, {DType::kI32}, m_shape));
-    for (int64_t e = 0; e < EL; ++e) {
+    for (int64_t e = 0; reads_values() && e < EL; ++e) {
       const int32_t m = in.masked_m.data_as<const int32_t>()[e];
       if (m < 0 || m > max_m) return Status::InvalidArgument(fmt::format("masked_m[{}]={} is outside [0, max_m={}]", e, m, max_m));
     }
@@ -144,6 +162,13 @@ Status check_format(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& 
   if (p.input_format == InputFormat::kIndexed) {
     const int64_t off_shape[] = {EL + 1};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("expert_offsets", in.expert_offsets, {DType::kI32}, off_shape));
+    if (!reads_values()) {
+      // R is on the device: gather_index and row_weights are the [R_max] buffers the rows come from.
+      const int64_t any[] = {-1};
+      MOEKIT_RETURN_IF_ERROR(check_host_tensor("gather_index", in.gather_index, {DType::kI32}, any));
+      const int64_t r_shape[] = {in.gather_index.size(0)};
+      MOEKIT_RETURN_IF_ERROR(check_host_tensor("row_weights", in.row_weights, {DType::kF32}, r_shape));
+    } else {
     const auto* off = in.expert_offsets.data_as<const int32_t>();
     if (off[0] != 0) return Status::InvalidArgument(fmt::format("expert_offsets[0]={} must be 0", off[0]));
     for (int64_t e = 0; e < EL; ++e)
@@ -156,6 +181,7 @@ Status check_format(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& 
     for (int64_t r = 0; r < R; ++r) {
       const int32_t t = in.gather_index.data_as<const int32_t>()[r];
       if (t < 0 || t >= T) return Status::InvalidArgument(fmt::format("gather_index[{}]={} is outside [0, T={})", r, t, T));
+    }
     }
   } else {
     MOEKIT_RETURN_IF_ERROR(check_routing(p, in, T));
@@ -199,7 +225,7 @@ Status check_weights(const MoeProblem& p, const MoeWeights& w) {
   if (w.expert_map.defined()) {
     const int64_t shape[] = {p.num_experts};
     MOEKIT_RETURN_IF_ERROR(check_host_tensor("expert_map", w.expert_map, {DType::kI32}, shape));
-    for (int g = 0; g < p.num_experts; ++g) {
+    for (int g = 0; reads_values() && g < p.num_experts; ++g) {
       const int32_t l = w.expert_map.data_as<const int32_t>()[g];
       if (l < -1 || l >= EL) return Status::InvalidArgument(fmt::format("expert_map[{}]={} is outside [-1, E_local={})", g, l, EL));
     }
@@ -222,6 +248,16 @@ Status validate_weights(const MoeProblem& p, const MoeWeights& w) {
 }
 
 Status validate_io(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& out) { return check_format(p, in, out); }
+
+Status validate_weights_on(const MoeProblem& p, const MoeWeights& w, Residence where) {
+  const ResidenceScope scope(where);
+  return validate_weights(p, w);
+}
+
+Status validate_io_on(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& out, Residence where) {
+  const ResidenceScope scope(where);
+  return validate_io(p, in, out);
+}
 
 Status validate(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out) {
   MOEKIT_RETURN_IF_ERROR(check_problem(p));

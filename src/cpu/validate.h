@@ -13,7 +13,17 @@
 
 namespace moekit::cpu {
 
-// A given tensor the CPU backend may read: host memory, contiguous.
+// Where a backend's tensors live.
+enum class Residence : uint8_t { kHost, kCuda };
+
+// validate_weights / validate_io (moekit/cpu_reference.h) for tensors in `where`: for kCuda the same
+// shapes and dtypes are required of device tensors, and values (ids, counts, offsets, the expert map)
+// are not read, since that would synchronize with the device.
+Status validate_weights_on(const MoeProblem& p, const MoeWeights& w, Residence where);
+Status validate_io_on(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& out, Residence where);
+
+// A given tensor the backend being validated may read: host memory (device memory inside
+// validate_*_on(kCuda)), contiguous.
 Status check_host_placement(std::string_view name, const TensorView& t);
 
 // t's dtype is one of `allowed`; `by` (e.g. "fp8_block") is named in the message when not empty.

@@ -32,4 +32,10 @@ Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_dev
   return Status::Ok();
 }
 
+Status device_sync(int device_index) {
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  return Status::Ok();
+}
+
 }  // namespace moekit::detail

@@ -3,6 +3,8 @@
 // the CUDA kernels follow (docs/runner.md); whether a kernel exists is checked by the plan builder.
 #include "plan_rules.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace moekit::rules {
@@ -49,7 +51,16 @@ Decision backend_supports_scheme(const RuleInput& in) {
     return off(__func__, fmt::format("quant={} needs fp8 tensor cores (sm_89 or newer); {} is sm_{}", quant_scheme_name(q), in.device.name, cc));
   if (q == QuantScheme::kNvfp4 && cc < 100)
     return off(__func__, fmt::format("quant=nvfp4 has fp4 activations, which need fp4 tensor cores (sm_100 or newer); {} is sm_{}", in.device.name, cc));
-  return on(__func__, fmt::format("quant={} runs on sm_{}", quant_scheme_name(q), cc));
+  if (q != QuantScheme::kNone)
+    return off(__func__, fmt::format("quant={}: the CUDA backend runs 16-bit layers only so far (quant=none with bf16 or f16); "
+                                     "--backend cpu runs every scheme", quant_scheme_name(q)));
+  const DType act = in.problem.activation_dtype;
+  if (act != DType::kBF16 && act != DType::kF16)
+    return off(__func__, fmt::format("activation dtype {}: the CUDA backend's tensor-core GEMMs take bf16 or f16", dtype_name(act)));
+  for (const auto& [name, v] : {std::pair{"hidden", in.problem.hidden}, std::pair{"intermediate", in.problem.intermediate}})
+    if (v % kCudaRowMultiple != 0)
+      return off(__func__, fmt::format("{}={} is not a multiple of {}: the CUDA backend reads rows 16 bytes at a time", name, v, kCudaRowMultiple));
+  return on(__func__, fmt::format("quant=none, {} on sm_{}: tensor-core grouped GEMMs (mma.sync)", dtype_name(act), cc));
 }
 
 Decision stage_runs(const RuleInput& in, Stage stage) {
@@ -84,8 +95,14 @@ Decision routing_prologue_fusion(const RuleInput& in) {
   if (is_cuda(in)) {
     const int64_t rows = in.num_tokens * in.problem.top_k;
     if (rows > kSingleCtaPrologueMaxRows)
-      return off(__func__, fmt::format("T*K={} exceeds {}, the rows one CTA sorts in shared memory; the scalable path (radix sort + scan) runs", rows, kSingleCtaPrologueMaxRows));
-    return on(__func__, fmt::format("T*K={} <= {}: one CTA routes and builds the maps in one launch", rows, kSingleCtaPrologueMaxRows));
+      return off(__func__, fmt::format("T*K={} exceeds {}, the rows one CTA sorts in shared memory; routing runs a warp per token, "
+                                       "then the scalable maps (radix sort + scan)", rows, kSingleCtaPrologueMaxRows));
+    if (in.num_tokens > kSingleCtaRouteMaxTokens)
+      return off_for_cost(__func__, fmt::format("T={} > {}: one CTA would route the tokens a warp each in turn; routing over the whole GPU, "
+                                                "then one CTA for the maps (T*K={} <= {}), is faster", in.num_tokens, kSingleCtaRouteMaxTokens,
+                                                rows, kSingleCtaPrologueMaxRows));
+    return on(__func__, fmt::format("T={} <= {} and T*K={} <= {}: one CTA routes (a warp per token) and builds the maps in one launch",
+                                    in.num_tokens, kSingleCtaRouteMaxTokens, rows, kSingleCtaPrologueMaxRows));
   }
   return on(__func__, "each token is routed and its rows counted in the same pass");
 }
@@ -98,7 +115,7 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
       in.problem.intermediate > 128)
     return off(__func__, fmt::format("quant={}: a per-token scale spans all I={} columns, an epilogue tile holds 128", quant_scheme_name(in.problem.quant), in.problem.intermediate));
   if (activation_is_gated(in.problem.activation.kind))
-    return on(__func__, is_cuda(in) ? "prepare_weights pairs gate and up columns in each tile, so the epilogue computes the gated activation"
+    return on(__func__, is_cuda(in) ? "each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation"
                                     : "each block of gemm1 rows is activated while it is in cache");
   return on(__func__, "an elementwise activation applies in the epilogue");
 }

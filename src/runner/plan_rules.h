@@ -20,6 +20,11 @@ struct RuleInput {
 
 // The most expanded rows (T*K) the CUDA single-CTA routing+prologue path sorts in shared memory.
 inline constexpr int64_t kSingleCtaPrologueMaxRows = 4096;
+// The most tokens the CUDA single-CTA path also routes (a warp per token, in one block): beyond it,
+// routing over the whole GPU and a second launch for the maps is faster.
+inline constexpr int64_t kSingleCtaRouteMaxTokens = 32;
+// The CUDA backend's operand rows are read 16 bytes at a time: H and I must be multiples of this.
+inline constexpr int kCudaRowMultiple = 8;
 
 // ---- the backend ----------------------------------------------------------------------------------
 // Can this device's backend run the problem's quantization scheme at all (tensor-core support)?

@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include "cpu/stages.h"
+#if MOEKIT_HAS_CUDA_BACKEND
+#include "cuda/moe/cuda_backend.h"
+#endif
 #include "moekit/cpu_reference.h"
 
 namespace moekit {
@@ -22,11 +25,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-DType intermediate_dtype(BackendKind b) {
-  // The CPU backend computes in float64 end to end; GPU backends will choose their own.
-  return b == BackendKind::kCpu ? cpu::kIntermediateDType : DType::kF32;
-}
 
 // The row counts of a call from the inputs' shapes: tokens (for the plan), R_max and output rows.
 struct RowCounts {
@@ -85,16 +83,23 @@ Result<MoeRunner> MoeRunner::create(const MoeProblem& problem, const RunnerOptio
   r.device_ = selection->device;
   r.device_decision_ = selection->decision;
   r.plans_ = std::make_unique<PlanCache>();
-  // A scheme the device cannot run is an error now, not at the first call.
-  const MoePlan probe = make_plan(problem, 1, r.device_, {options.fusions, {}});
+  // A scheme the device cannot run is an error now, not at the first call; with backend=auto the CPU
+  // backend takes it instead (saying why).
+  MoePlan probe = make_plan(problem, 1, r.device_, {options.fusions, {}});
+  if (!probe.backend.on && options.backend == BackendChoice::kAuto && r.device_.backend != BackendKind::kCpu) {
+    r.device_decision_ = {true, "select_device",
+                          fmt::format("backend=auto: {} cannot run this layer ({}), so the CPU backend runs", r.device_.name, probe.backend.reason)};
+    r.device_ = DeviceTarget::host_cpu();
+    probe = make_plan(problem, 1, r.device_, {options.fusions, {}});
+  }
   if (!probe.backend.on) return Status::Unsupported(fmt::format("{} [{}]", probe.backend.reason, probe.backend.rule));
   return r;
 }
 
 Result<PreparedWeights> MoeRunner::prepare_weights(const MoeWeights& weights) const {
-  // Every backend checks the caller's layout with the reference's rules first (one source of truth
-  // for what a valid weight set is); then the backend may repack.
-  if (device_.backend == BackendKind::kCpu) MOEKIT_RETURN_IF_ERROR(cpu::validate_weights(problem_, weights));
+  // Every backend checks the caller's layout with the reference's rules (one source of truth for what
+  // a valid weight set is, through its hook); then the backend may repack.
+  if (const auto check = default_registry().hooks(device_.backend).validate_weights) MOEKIT_RETURN_IF_ERROR(check(problem_, weights));
   PreparedWeights p;
   p.weights_ = weights;
   p.backend_ = device_.backend;
@@ -119,7 +124,9 @@ Result<WorkspaceLayout> MoeRunner::workspace_layout(const MoeInputs& inputs) con
   if (!rc.ok()) return rc.status();
   const MoeProblem& p = problem_;
   const int64_t R = rc->max_rows;
-  const int64_t inter = dtype_storage_bytes(intermediate_dtype(device_.backend), 1);
+  const BackendHooks& hooks = default_registry().hooks(device_.backend);
+  const int64_t rows_bytes = dtype_storage_bytes(hooks.rows_dtype, 1);
+  const int64_t operand_bytes = hooks.operands_in_activation_dtype ? dtype_storage_bytes(p.activation_dtype, 1) : rows_bytes;
   WorkspaceLayout l;
   l.tokens = rc->tokens;
   l.max_rows = R;
@@ -137,10 +144,15 @@ Result<WorkspaceLayout> MoeRunner::workspace_layout(const MoeInputs& inputs) con
   add("row_weight", R * 4);
   add("dest_offsets", (rc->out_rows + 1) * 8);
   add("dest_rows", R * 8);
-  add("gemm1_in", R * p.hidden * inter);
-  add("gemm1_out", R * p.gemm1_rows() * inter);
-  add("gemm2_in", R * p.intermediate * inter);
-  add("gemm2_out", R * p.hidden * inter);
+  add("gemm1_in", R * p.hidden * operand_bytes);
+  add("gemm1_out", R * p.gemm1_rows() * rows_bytes);
+  add("gemm2_in", R * p.intermediate * operand_bytes);
+  add("gemm2_out", R * p.hidden * rows_bytes);
+  if (hooks.scratch_bytes) {
+    auto bytes = hooks.scratch_bytes(p, rc->tokens, R, rc->out_rows);
+    if (!bytes.ok()) return bytes.status();
+    add("scratch", static_cast<int64_t>(*bytes));
+  }
   return l;
 }
 
@@ -158,7 +170,7 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
   if (!same_weight_shapes(weights.problem_, problem_))
     return Status::InvalidArgument("weights: prepared for a problem with different experts, sizes, quantization or layout");
   // The problem was checked by create and the weights by prepare_weights: only the call's tensors now.
-  if (device_.backend == BackendKind::kCpu) MOEKIT_RETURN_IF_ERROR(cpu::validate_io(problem_, inputs, outputs));
+  if (const auto check = default_registry().hooks(device_.backend).validate_io) MOEKIT_RETURN_IF_ERROR(check(problem_, inputs, outputs));
   auto layout = workspace_layout(inputs);
   if (!layout.ok()) return layout.status();
   if (workspace.size() < layout->total_bytes)
@@ -176,7 +188,9 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
   // Carve the buffers. Masked and Indexed need no routing buffers; PreRouted reads the caller's.
   const MoeProblem& p = problem_;
   const Device dev = device_.backend == BackendKind::kCpu ? Device::cpu() : Device::cuda();
-  const DType inter = intermediate_dtype(device_.backend);
+  const BackendHooks& hooks = default_registry().hooks(device_.backend);
+  const DType rows_dtype = hooks.rows_dtype;
+  const DType operand_dtype = hooks.operands_in_activation_dtype ? p.activation_dtype : rows_dtype;
   auto seg = [&](std::string_view name) -> std::byte* {
     for (const auto& s : layout->segments)
       if (s.name == name) return workspace.data() + s.offset;
@@ -196,10 +210,14 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
   b.row_weight = TensorView(seg("row_weight"), DType::kF32, {R}, dev);
   b.dest_offsets = TensorView(seg("dest_offsets"), DType::kI64, {layout->out_rows + 1}, dev);
   b.dest_rows = TensorView(seg("dest_rows"), DType::kI64, {R}, dev);
-  b.gemm1_in = TensorView(seg("gemm1_in"), inter, {R, p.hidden}, dev);
-  b.gemm1_out = TensorView(seg("gemm1_out"), inter, {R, p.gemm1_rows()}, dev);
-  b.gemm2_in = TensorView(seg("gemm2_in"), inter, {R, p.intermediate}, dev);
-  b.gemm2_out = TensorView(seg("gemm2_out"), inter, {R, p.hidden}, dev);
+  b.gemm1_in = TensorView(seg("gemm1_in"), operand_dtype, {R, p.hidden}, dev);
+  b.gemm1_out = TensorView(seg("gemm1_out"), rows_dtype, {R, p.gemm1_rows()}, dev);
+  b.gemm2_in = TensorView(seg("gemm2_in"), operand_dtype, {R, p.intermediate}, dev);
+  b.gemm2_out = TensorView(seg("gemm2_out"), rows_dtype, {R, p.hidden}, dev);
+  if (std::byte* s = seg("scratch")) {
+    for (const auto& sg : layout->segments)
+      if (sg.name == "scratch") b.scratch = TensorView(s, DType::kU8, {static_cast<int64_t>(sg.bytes)}, dev);
+  }
 
   const StageContext ctx{p, weights.weights(), inputs, outputs, b, stream};
   for (const PlannedStep& step : plan.steps) MOEKIT_RETURN_IF_ERROR(step.run(ctx).with_context(step.kernel));
@@ -211,7 +229,10 @@ const Registry& default_registry() {
   // global constructors would be dropped by the linker).
   static const Registry registry = [] {
     Registry r;
-    const Status s = cpu::register_cpu_backend(r);
+    Status s = cpu::register_cpu_backend(r);
+#if MOEKIT_HAS_CUDA_BACKEND
+    if (s.ok()) s = cuda::register_cuda_backend(r);
+#endif
     (void)s;  // names are fixed in code; a duplicate is caught by test_registry
     return r;
   }();

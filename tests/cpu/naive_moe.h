@@ -178,6 +178,8 @@ inline std::vector<std::vector<double>> gemm(const MoeProblem& p, const MoeWeigh
   const int n_local = p.num_local_experts < 0 ? p.num_experts : p.num_local_experts;
   for (int le = 0; le < n_local; ++le) {
     if (std::find(expert.begin(), expert.end(), le) == expert.end()) continue;
+    // Output columns are independent dot products: threads change nothing in any of them.
+#pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < t.N; ++n) {
       const std::vector<double> row = weight_row(p, w, g, le, n);
       for (size_t r = 0; r < x.size(); ++r) {
@@ -291,9 +293,24 @@ inline std::vector<ExpandedRow> expand(const MoeProblem& p, const MoeWeights& w,
   return rows;
 }
 
+// v rounded to `dtype` (nearest-even), or v itself for f64.
+inline double round_to(DType dtype, double v) {
+  if (dtype == DType::kF64) return v;
+  unsigned char buf[8];
+  store_element(buf, dtype, 0, v);
+  return load_element(buf, dtype, 0);
+}
+inline void round_rows(DType dtype, std::vector<std::vector<double>>& rows) {
+  if (dtype == DType::kF64) return;
+  for (auto& r : rows)
+    for (double& v : r) v = round_to(dtype, v);
+}
+
 // The expected contents of outputs.out, row-major in its documented shape, before the final
 // rounding to the activation dtype. Masked rows that must stay untouched hold a quiet NaN.
-inline std::vector<double> run(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in) {
+// `intermediates` other than f64 models a naive 16-bit implementation: each GEMM input and output
+// row is stored in that type (the GPU tests measure their tolerance against it).
+inline std::vector<double> run(const MoeProblem& p, const MoeWeights& w, const MoeInputs& in, DType intermediates = DType::kF64) {
   const int H = p.hidden;
   const int n_local = p.num_local_experts < 0 ? p.num_experts : p.num_local_experts;
   const bool masked = p.input_format == InputFormat::kMasked;
@@ -309,11 +326,15 @@ inline std::vector<double> run(const MoeProblem& p, const MoeWeights& w, const M
     act.push_back(std::move(r.x));
     experts.push_back(r.le);
   }
+  round_rows(intermediates, act);
   quantize_rows(p, w, Which::k13, act, experts);
   act = gemm(p, w, Which::k13, act, experts);
+  round_rows(intermediates, act);
   for (auto& a : act) a = activate(p, a);
+  round_rows(intermediates, act);
   quantize_rows(p, w, Which::k2, act, experts);
-  const std::vector<std::vector<double>> y = gemm(p, w, Which::k2, act, experts);
+  std::vector<std::vector<double>> y = gemm(p, w, Which::k2, act, experts);
+  round_rows(intermediates, y);
   for (size_t r = 0; r < rows.size(); ++r) {
     double* o = out.data() + rows[r].out_row * H;
     for (int h = 0; h < H; ++h) o[h] = masked ? y[r][h] : o[h] + rows[r].coef * y[r][h];

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "cuda/attention/device_utils.cuh"
+#include "cuda/common/device_utils.cuh"
 
 namespace moekit::cuda::detail {
 

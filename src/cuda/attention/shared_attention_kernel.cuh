@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernels.h"
-#include "cuda/attention/device_utils.cuh"
+#include "cuda/common/device_utils.cuh"
 #include "cuda/attention/mma_rows.cuh"
 #include "cuda/attention/simt_rows.cuh"
 

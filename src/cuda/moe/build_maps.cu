@@ -1,0 +1,346 @@
+// The prologue: the maps of moekit/stages.h (rows grouped by expert, stable in (token, slot) order;
+// the dest CSR in (token, slot) order) from topk ids, masked counts or an Indexed layout.
+//
+//   single CTA  T*K <= 4096: one block sorts (expert << 12 | flat) keys, which are unique, so the
+//               order inside an expert is the flat (token, slot) order without relying on a stable
+//               sort; a block scan of the "is local" flags places the dest CSR.
+//   fused       the same block routes the tokens first (a warp per token), for T <= 32.
+//   scalable    CUB's device radix sort (stable) of expert ids and a device scan, for any size.
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+
+#include <string>
+
+#include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/moe_launch.h"
+#include "cuda/moe/routing_device.cuh"
+
+namespace moekit::cuda::moe {
+namespace {
+
+constexpr int kMapsThreads = 1024;
+constexpr int kMapsItems = 4;  // kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows
+constexpr int kFlatBits = 12;  // a flat (token, slot) index below 4096
+static_assert(kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows && (1 << kFlatBits) == kSingleCtaMapsMaxRows);
+
+using BlockSort = cub::BlockRadixSort<uint32_t, kMapsThreads, kMapsItems>;
+using BlockScan = cub::BlockScan<int, kMapsThreads>;
+
+struct MapsSmem {
+  union {
+    typename BlockSort::TempStorage sort;
+    typename BlockScan::TempStorage scan;
+  } tmp;
+  uint32_t sorted[kSingleCtaMapsMaxRows];
+  int prefix[kSingleCtaMapsMaxRows + 1];
+};
+
+int bits_for(int64_t x) {  // bits needed to hold values 0..x
+  int b = 0;
+  while ((int64_t{1} << b) <= x) ++b;
+  return std::max(b, 1);
+}
+
+__device__ __forceinline__ int local_of(const TopkMapsArgs& a, int32_t g) {
+  if (g < 0 || g >= a.num_experts) return -1;  // ids are not read on the host: out of range counts as remote
+  if (a.expert_map) return a.expert_map[g];
+  const int l = g - a.local_begin;
+  return (l >= 0 && l < a.local_experts) ? l : -1;
+}
+
+template <typename Key>
+__device__ __forceinline__ int64_t lower_bound(const Key* keys, int64_t n, Key value) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (keys[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// ---- single CTA ------------------------------------------------------------------------------------
+__device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int end_bit) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(a.tokens * a.top_k);
+  const int EL = a.local_experts, K = a.top_k;
+  const uint32_t pad = static_cast<uint32_t>(EL + 1) << kFlatBits;
+  uint32_t keys[kMapsItems];
+  int flags[kMapsItems], excl[kMapsItems];
+#pragma unroll
+  for (int j = 0; j < kMapsItems; ++j) {
+    const int f = tid * kMapsItems + j;
+    if (f < n) {
+      const int l = local_of(a, a.topk_ids[f]);
+      keys[j] = (static_cast<uint32_t>(l >= 0 ? l : EL) << kFlatBits) | static_cast<uint32_t>(f);
+      flags[j] = l >= 0;
+    } else {
+      keys[j] = pad;
+      flags[j] = 0;
+    }
+  }
+  int total = 0;
+  BlockScan(s.tmp.scan).ExclusiveSum(flags, excl, total);
+#pragma unroll
+  for (int j = 0; j < kMapsItems; ++j) s.prefix[tid * kMapsItems + j] = excl[j];
+  if (tid == 0) s.prefix[n] = total;
+  __syncthreads();
+  BlockSort(s.tmp.sort).Sort(keys, 0, end_bit);
+#pragma unroll
+  for (int j = 0; j < kMapsItems; ++j) s.sorted[tid * kMapsItems + j] = keys[j];
+  __syncthreads();
+
+  const MapsOut& o = a.out;
+  for (int e = tid; e <= EL; e += kMapsThreads) o.expert_offsets[e] = lower_bound<uint32_t>(s.sorted, n, static_cast<uint32_t>(e) << kFlatBits);
+  for (int r = tid; r < total; r += kMapsThreads) {
+    const int f = static_cast<int>(s.sorted[r] & ((1u << kFlatBits) - 1));
+    const int t = f / K;
+    o.row_source[r] = t;
+    o.row_weight[r] = a.topk_weights[f];
+    o.row_dest[r] = a.no_combine ? f : t;
+    o.dest_rows[s.prefix[f]] = r;
+  }
+  const int out_rows = a.no_combine ? n : static_cast<int>(a.tokens);
+  for (int i = tid; i <= out_rows; i += kMapsThreads) o.dest_offsets[i] = i == out_rows ? total : s.prefix[a.no_combine ? i : i * K];
+}
+
+__global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsArgs a, int end_bit) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), end_bit);
+}
+
+// Routing (warps [0, route_warps) take tokens round robin) then the maps, in one block. The routing
+// scratch and the maps' shared memory overlap: the barrier separates them.
+__global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, TopkMapsArgs a, int end_bit, int route_warps, size_t per_warp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (warp < route_warps)
+    for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
+  __syncthreads();
+  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), end_bit);
+}
+
+// ---- scalable --------------------------------------------------------------------------------------
+struct SortScratch {
+  uint32_t* keys_in;
+  uint32_t* keys_out;
+  int32_t* vals_in;
+  int32_t* vals_out;
+  int32_t* flags;   // n + 1
+  int32_t* prefix;  // n + 1
+  void* temp;
+  size_t temp_bytes;
+};
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+Status cub_temp_bytes(int64_t n, int end_bit, size_t* bytes) {
+  size_t sort_bytes = 0, scan_bytes = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                                              static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), n, 0, end_bit));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), n + 1));
+  *bytes = std::max(sort_bytes, scan_bytes);
+  return Status::Ok();
+}
+
+Status carve(void* scratch, size_t scratch_bytes, int64_t n, int end_bit, SortScratch& s) {
+  size_t temp = 0;
+  MOEKIT_RETURN_IF_ERROR(cub_temp_bytes(n, end_bit, &temp));
+  auto* p = static_cast<unsigned char*>(scratch);
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    void* q = p + off;
+    off += align256(bytes);
+    return q;
+  };
+  s.keys_in = static_cast<uint32_t*>(take(n * 4));
+  s.keys_out = static_cast<uint32_t*>(take(n * 4));
+  s.vals_in = static_cast<int32_t*>(take(n * 4));
+  s.vals_out = static_cast<int32_t*>(take(n * 4));
+  s.flags = static_cast<int32_t*>(take((n + 1) * 4));
+  s.prefix = static_cast<int32_t*>(take((n + 1) * 4));
+  s.temp = take(temp);
+  s.temp_bytes = temp;
+  if (off > scratch_bytes) return Status::Internal("maps scratch: " + std::to_string(off) + " bytes needed, " + std::to_string(scratch_bytes) + " given");
+  return Status::Ok();
+}
+
+__global__ void topk_keys_kernel(TopkMapsArgs a, SortScratch s, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const int l = local_of(a, a.topk_ids[i]);
+    s.keys_in[i] = static_cast<uint32_t>(l >= 0 ? l : a.local_experts);
+    s.vals_in[i] = static_cast<int32_t>(i);
+    s.flags[i] = l >= 0;
+  } else if (i == n) {
+    s.flags[n] = 0;
+  }
+}
+
+__global__ void topk_scatter_kernel(TopkMapsArgs a, SortScratch s, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const MapsOut& o = a.out;
+  const int K = a.top_k;
+  if (i < n && s.keys_out[i] < static_cast<uint32_t>(a.local_experts)) {
+    const int32_t f = s.vals_out[i];
+    const int64_t t = f / K;
+    o.row_source[i] = t;
+    o.row_weight[i] = a.topk_weights[f];
+    o.row_dest[i] = a.no_combine ? f : static_cast<int32_t>(t);
+    o.dest_rows[s.prefix[f]] = i;
+  }
+  if (i <= a.local_experts) o.expert_offsets[i] = lower_bound<uint32_t>(s.keys_out, n, static_cast<uint32_t>(i));
+  const int64_t out_rows = a.no_combine ? n : a.tokens;
+  if (i <= out_rows) o.dest_offsets[i] = i == out_rows ? s.prefix[n] : s.prefix[a.no_combine ? i : i * K];
+}
+
+Status sort_and_scan(SortScratch& s, int64_t n, int end_bit, cudaStream_t st) {
+  MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceRadixSort::SortPairs(s.temp, s.temp_bytes, s.keys_in, s.keys_out, s.vals_in, s.vals_out, n, 0, end_bit, st));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(s.temp, s.temp_bytes, s.flags, s.prefix, n + 1, st));
+  return Status::Ok();
+}
+
+// ---- masked ----------------------------------------------------------------------------------------
+__device__ __forceinline__ int64_t masked_count(const MaskedMapsArgs& a, int e) {
+  return min(max(static_cast<int64_t>(a.masked_m[e]), int64_t{0}), a.max_m);
+}
+
+__global__ void __launch_bounds__(kMapsThreads) masked_offsets_kernel(MaskedMapsArgs a) {
+  using Scan = cub::BlockScan<int64_t, kMapsThreads>;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ int64_t carry;
+  if (threadIdx.x == 0) carry = 0;
+  __syncthreads();
+  for (int base = 0; base < a.local_experts; base += kMapsThreads) {
+    const int e = base + static_cast<int>(threadIdx.x);
+    const int64_t c = e < a.local_experts ? masked_count(a, e) : 0;
+    int64_t excl = 0, total = 0;
+    Scan(tmp).ExclusiveSum(c, excl, total);
+    if (e < a.local_experts) a.out.expert_offsets[e] = carry + excl;
+    __syncthreads();
+    if (threadIdx.x == 0) carry += total;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) a.out.expert_offsets[a.local_experts] = carry;
+}
+
+__global__ void masked_rows_kernel(MaskedMapsArgs a) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t slots = a.local_experts * a.max_m;
+  const MapsOut& o = a.out;
+  if (i == slots) o.dest_offsets[slots] = o.expert_offsets[a.local_experts];
+  if (i >= slots) return;
+  const int e = static_cast<int>(i / a.max_m);
+  const int64_t m = i % a.max_m, count = masked_count(a, e), base = o.expert_offsets[e];
+  o.dest_offsets[i] = base + min(m, count);
+  if (m < count) {
+    const int64_t r = base + m;
+    o.row_source[r] = i;
+    o.row_weight[r] = 1.0f;
+    o.row_dest[r] = static_cast<int32_t>(i);
+    o.dest_rows[r] = r;
+  }
+}
+
+// ---- indexed ---------------------------------------------------------------------------------------
+__global__ void indexed_keys_kernel(IndexedMapsArgs a, SortScratch s) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r <= a.local_experts) a.out.expert_offsets[r] = a.expert_offsets[r];
+  if (r >= a.max_rows) return;
+  const int64_t R = a.expert_offsets[a.local_experts];
+  const int32_t t = a.gather_index[r];
+  const bool valid = r < R && t >= 0 && t < a.tokens;
+  s.keys_in[r] = static_cast<uint32_t>(valid ? t : a.tokens);
+  s.vals_in[r] = static_cast<int32_t>(r);
+  a.out.row_source[r] = valid ? t : 0;
+  a.out.row_weight[r] = a.row_weights[r];
+  a.out.row_dest[r] = valid ? t : 0;
+}
+
+__global__ void indexed_scatter_kernel(IndexedMapsArgs a, SortScratch s) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < a.max_rows) a.out.dest_rows[i] = s.vals_out[i];
+  if (i <= a.tokens) a.out.dest_offsets[i] = lower_bound<uint32_t>(s.keys_out, a.max_rows, static_cast<uint32_t>(i));
+}
+
+constexpr int kThreads = 256;
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>(std::max<int64_t>(1, ceil_div(n, kThreads))); }
+
+}  // namespace
+
+Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes) {
+  size_t temp = 0;
+  MOEKIT_RETURN_IF_ERROR(cub_temp_bytes(n, bits_for(key_limit), &temp));
+  *bytes = 4 * align256(n * 4) + 2 * align256((n + 1) * 4) + align256(temp);
+  return Status::Ok();
+}
+
+Status launch_topk_maps(const TopkMapsArgs& a, void* stream) {
+  const cudaStream_t st = as_stream(stream);
+  const int64_t n = a.tokens * a.top_k;
+  if (n <= kSingleCtaMapsMaxRows) {
+    const int end_bit = kFlatBits + bits_for(a.local_experts + 1);
+    MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(single_cta_maps_kernel, sizeof(MapsSmem)));
+    single_cta_maps_kernel<<<1, kMapsThreads, sizeof(MapsSmem), st>>>(a, end_bit);
+    MOEKIT_CUDA_CHECK_LAUNCH("single_cta_maps_kernel");
+    return Status::Ok();
+  }
+  const int end_bit = bits_for(a.local_experts);
+  SortScratch s{};
+  MOEKIT_RETURN_IF_ERROR(carve(a.scratch, a.scratch_bytes, n, end_bit, s));
+  topk_keys_kernel<<<blocks_for(n + 1), kThreads, 0, st>>>(a, s, n);
+  MOEKIT_CUDA_CHECK_LAUNCH("topk_keys_kernel");
+  MOEKIT_RETURN_IF_ERROR(sort_and_scan(s, n, end_bit, st));
+  topk_scatter_kernel<<<blocks_for(std::max<int64_t>(n, a.local_experts) + 1), kThreads, 0, st>>>(a, s, n);
+  MOEKIT_CUDA_CHECK_LAUNCH("topk_scatter_kernel");
+  return Status::Ok();
+}
+
+Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& a, void* stream) {
+  const int64_t n = a.tokens * a.top_k;
+  if (n > kSingleCtaMapsMaxRows)
+    return Status::Internal("route_and_maps: T*K=" + std::to_string(n) + " is beyond the single-CTA path");
+  if (a.tokens == 0) return launch_topk_maps(a, stream);
+  const size_t per_warp = (route_smem_per_warp(route.experts, route.n_group) + 15) / 16 * 16;
+  const size_t limit = static_cast<size_t>(max_smem_optin());
+  const int route_warps = static_cast<int>(std::min<int64_t>({int64_t{kMapsThreads / 32}, a.tokens, static_cast<int64_t>(limit / per_warp)}));
+  if (route_warps < 1) {  // one token's scores do not fit next to nothing: two launches instead
+    MOEKIT_RETURN_IF_ERROR(launch_route(route, stream));
+    return launch_topk_maps(a, stream);
+  }
+  const size_t smem = std::max(sizeof(MapsSmem), per_warp * route_warps);
+  const int end_bit = kFlatBits + bits_for(a.local_experts + 1);
+  MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_maps_kernel, smem));
+  route_maps_kernel<<<1, kMapsThreads, smem, as_stream(stream)>>>(route, a, end_bit, route_warps, per_warp);
+  MOEKIT_CUDA_CHECK_LAUNCH("route_maps_kernel");
+  return Status::Ok();
+}
+
+Status launch_masked_maps(const MaskedMapsArgs& a, void* stream) {
+  const cudaStream_t st = as_stream(stream);
+  masked_offsets_kernel<<<1, kMapsThreads, 0, st>>>(a);
+  MOEKIT_CUDA_CHECK_LAUNCH("masked_offsets_kernel");
+  masked_rows_kernel<<<blocks_for(a.local_experts * a.max_m + 1), kThreads, 0, st>>>(a);
+  MOEKIT_CUDA_CHECK_LAUNCH("masked_rows_kernel");
+  return Status::Ok();
+}
+
+Status launch_indexed_maps(const IndexedMapsArgs& a, void* stream) {
+  const cudaStream_t st = as_stream(stream);
+  const int end_bit = bits_for(a.tokens);
+  SortScratch s{};
+  MOEKIT_RETURN_IF_ERROR(carve(a.scratch, a.scratch_bytes, a.max_rows, end_bit, s));
+  indexed_keys_kernel<<<blocks_for(std::max<int64_t>(a.max_rows, a.local_experts + 1)), kThreads, 0, st>>>(a, s);
+  MOEKIT_CUDA_CHECK_LAUNCH("indexed_keys_kernel");
+  if (a.max_rows > 0)
+    MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceRadixSort::SortPairs(s.temp, s.temp_bytes, s.keys_in, s.keys_out, s.vals_in, s.vals_out, a.max_rows, 0, end_bit, st));
+  indexed_scatter_kernel<<<blocks_for(std::max(a.max_rows, a.tokens + 1)), kThreads, 0, st>>>(a, s);
+  MOEKIT_CUDA_CHECK_LAUNCH("indexed_scatter_kernel");
+  return Status::Ok();
+}
+
+}  // namespace moekit::cuda::moe

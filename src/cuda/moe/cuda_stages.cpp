@@ -1,0 +1,365 @@
+// The CUDA backend's stage implementations: each turns the StageContext (moekit/stages.h) into the
+// arguments of one or more launches (moe_launch.h) on the caller's stream. Nothing here allocates or
+// synchronizes; the runner has validated the call through this backend's hooks first.
+//
+// Buffer types: gemm1_in and gemm2_in hold the activation dtype (tensor-core operands), gemm1_out and
+// gemm2_out float32. Backend-private scratch (StageBuffers::scratch): row_dest (the output row of
+// each routed row), the float32 accumulator of the atomic gemm2 + finalize, and the radix-sort
+// scratch of the scalable maps.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cpu/validate.h"
+#include "cuda/cuda_check.h"
+#include "cuda/moe/cuda_backend.h"
+#include "cuda/moe/moe_launch.h"
+#include "moekit/cpu_reference.h"
+
+namespace moekit::cuda {
+namespace {
+
+using namespace moe;
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+Elem elem_of(DType d) {
+  switch (d) {
+    case DType::kBF16: return Elem::kBF16;
+    case DType::kF16: return Elem::kF16;
+    default: return Elem::kF32;
+  }
+}
+
+template <typename T>
+T* ptr(const TensorView& v) { return v.data_as<T>(); }
+
+void* stream_of(const StageContext& c) { return c.stream.handle; }
+int64_t local_experts(const StageContext& c) { return c.problem.local_experts(); }
+int64_t max_rows(const StageContext& c) { return c.buffers.row_source.size(0); }
+int64_t out_rows(const StageContext& c) { return c.buffers.dest_offsets.size(0) - 1; }
+int64_t num_tokens(const StageContext& c) { return c.inputs.hidden.size(0); }
+const int64_t* total_rows(const StageContext& c) { return ptr<const int64_t>(c.buffers.expert_offsets) + local_experts(c); }
+
+bool combines(const MoeProblem& p) { return p.input_format != InputFormat::kMasked && !p.no_combine; }
+
+// ---- scratch ---------------------------------------------------------------------------------------
+struct ScratchLayout {
+  size_t row_dest = 0, accumulator = 0, maps = 0;  // offsets
+  size_t maps_bytes = 0, total = 0;
+};
+
+Result<ScratchLayout> scratch_layout(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
+  ScratchLayout l;
+  l.row_dest = 0;
+  l.total = align256(static_cast<size_t>(max_rows) * 4);
+  l.accumulator = l.total;
+  if (combines(p)) l.total += align256(static_cast<size_t>(out_rows * p.hidden) * 4);
+  l.maps = l.total;
+  const auto f = p.input_format;
+  if ((f == InputFormat::kStandard || f == InputFormat::kPreRouted) && tokens * p.top_k > kSingleCtaMapsMaxRows)
+    MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &l.maps_bytes));
+  if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &l.maps_bytes));
+  l.total += align256(l.maps_bytes);
+  return l;
+}
+
+Result<size_t> scratch_bytes(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
+  auto l = scratch_layout(p, tokens, max_rows, out_rows);
+  if (!l.ok()) return l.status();
+  return l->total;
+}
+
+struct Scratch {
+  int32_t* row_dest;
+  float* accumulator;
+  void* maps;
+  size_t maps_bytes;
+};
+
+Result<Scratch> carve(const StageContext& c) {
+  const auto f = c.problem.input_format;
+  const int64_t tokens = f == InputFormat::kMasked ? local_experts(c) * c.inputs.hidden.size(1) : num_tokens(c);
+  auto l = scratch_layout(c.problem, tokens, max_rows(c), out_rows(c));
+  if (!l.ok()) return l.status();
+  if (static_cast<size_t>(c.buffers.scratch.numel()) < l->total)
+    return Status::Internal(fmt::format("cuda scratch: {} bytes given, {} needed", c.buffers.scratch.numel(), l->total));
+  auto* base = ptr<unsigned char>(c.buffers.scratch);
+  return Scratch{reinterpret_cast<int32_t*>(base + l->row_dest), reinterpret_cast<float*>(base + l->accumulator), base + l->maps,
+                 l->maps_bytes};
+}
+
+// ---- routing and maps ------------------------------------------------------------------------------
+RouteArgs route_args(const StageContext& c) {
+  const auto& p = c.problem;
+  RouteArgs a;
+  a.logits = c.inputs.router_logits.data();
+  a.logits_type = elem_of(c.inputs.router_logits.dtype());
+  a.bias = c.inputs.e_score_correction_bias.data();
+  a.bias_type = elem_of(c.inputs.e_score_correction_bias.dtype());
+  a.tokens = num_tokens(c);
+  a.experts = p.num_experts;
+  a.top_k = p.top_k;
+  a.method = static_cast<int>(p.routing.method);
+  a.renormalize = p.routing.renormalize;
+  a.n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
+  a.topk_group = p.routing.topk_group;
+  a.topk_ids = ptr<int32_t>(c.buffers.topk_ids);
+  a.topk_weights = ptr<float>(c.buffers.topk_weights);
+  a.copy_ids = ptr<int32_t>(c.outputs.topk_ids);
+  a.copy_weights = ptr<float>(c.outputs.topk_weights);
+  return a;
+}
+
+MapsOut maps_out(const StageContext& c, const Scratch& s) {
+  const auto& b = c.buffers;
+  return {ptr<int64_t>(b.expert_offsets), ptr<int64_t>(b.row_source), ptr<float>(b.row_weight),
+          ptr<int64_t>(b.dest_offsets),   ptr<int64_t>(b.dest_rows),  s.row_dest};
+}
+
+TopkMapsArgs topk_args(const StageContext& c, const Scratch& s) {
+  const auto& p = c.problem;
+  TopkMapsArgs a;
+  a.topk_ids = ptr<const int32_t>(c.buffers.topk_ids);
+  a.topk_weights = ptr<const float>(c.buffers.topk_weights);
+  a.tokens = num_tokens(c);
+  a.top_k = p.top_k;
+  a.num_experts = p.num_experts;
+  a.local_begin = p.local_expert_begin;
+  a.local_experts = p.local_experts();
+  a.expert_map = ptr<const int32_t>(c.weights.expert_map);
+  a.no_combine = p.no_combine;
+  a.out = maps_out(c, s);
+  a.scratch = s.maps;
+  a.scratch_bytes = s.maps_bytes;
+  return a;
+}
+
+Status route_stage(const StageContext& c) { return launch_route(route_args(c), stream_of(c)); }
+
+Status route_build_maps_stage(const StageContext& c) {
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  return launch_route_and_maps(route_args(c), topk_args(c, *s), stream_of(c));
+}
+
+Status build_maps_stage(const StageContext& c) {
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  switch (c.problem.input_format) {
+    case InputFormat::kStandard:
+    case InputFormat::kPreRouted: return launch_topk_maps(topk_args(c, *s), stream_of(c));
+    case InputFormat::kMasked: {
+      MaskedMapsArgs a;
+      a.masked_m = ptr<const int32_t>(c.inputs.masked_m);
+      a.local_experts = c.problem.local_experts();
+      a.max_m = c.inputs.hidden.size(1);
+      a.out = maps_out(c, *s);
+      return launch_masked_maps(a, stream_of(c));
+    }
+    case InputFormat::kIndexed: {
+      IndexedMapsArgs a;
+      a.expert_offsets = ptr<const int32_t>(c.inputs.expert_offsets);
+      a.gather_index = ptr<const int32_t>(c.inputs.gather_index);
+      a.row_weights = ptr<const float>(c.inputs.row_weights);
+      a.local_experts = c.problem.local_experts();
+      a.tokens = num_tokens(c);
+      a.max_rows = max_rows(c);
+      a.out = maps_out(c, *s);
+      a.scratch = s->maps;
+      a.scratch_bytes = s->maps_bytes;
+      return launch_indexed_maps(a, stream_of(c));
+    }
+  }
+  return Status::Internal("cuda build_maps: unknown input format");
+}
+
+// ---- expand ----------------------------------------------------------------------------------------
+Status expand_stage(const StageContext& c) {
+  ExpandArgs a;
+  a.hidden = c.inputs.hidden.data();
+  a.out = c.buffers.gemm1_in.data();
+  a.type = elem_of(c.problem.activation_dtype);
+  a.row_source = ptr<const int64_t>(c.buffers.row_source);
+  a.row_weight = ptr<const float>(c.buffers.row_weight);
+  a.total_rows = total_rows(c);
+  a.max_rows = max_rows(c);
+  a.hidden_size = c.problem.hidden;
+  a.weight_on_input = c.problem.apply_router_weight_on_input;
+  return launch_expand(a, stream_of(c));
+}
+
+// ---- GEMMs -----------------------------------------------------------------------------------------
+// The tile for this call: expected rows per active expert = R_max over the experts they can reach.
+GemmTile tile_for(const StageContext& c) {
+  const int64_t R = max_rows(c);
+  const int64_t active = std::max<int64_t>(1, std::min(R, local_experts(c)));
+  return choose_gemm_tile(static_cast<double>(R) / static_cast<double>(active));
+}
+
+GemmArgs gemm_args(const StageContext& c, bool first) {
+  const auto& p = c.problem;
+  const auto& w = c.weights;
+  GemmArgs a;
+  a.type = elem_of(p.activation_dtype);
+  a.a = first ? c.buffers.gemm1_in.data() : c.buffers.gemm2_in.data();
+  a.b = first ? w.w13.data() : w.w2.data();
+  const TensorView& bias = first ? w.w13_bias : w.w2_bias;
+  a.bias = bias.data();
+  a.bias_type = elem_of(bias.dtype());
+  a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
+  a.local_experts = p.local_experts();
+  a.max_rows = max_rows(c);
+  a.n = first ? p.gemm1_rows() : p.hidden;
+  a.k = first ? p.hidden : p.intermediate;
+  a.tile = tile_for(c);
+  a.activation = static_cast<int>(p.activation.kind);
+  a.gated = activation_is_gated(p.activation.kind);
+  a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
+  a.alpha = p.activation.alpha;
+  a.limit = p.activation.limit;
+  return a;
+}
+
+Status gemm1_stage(const StageContext& c) {
+  GemmArgs a = gemm_args(c, true);
+  a.epilogue = Epilogue::kStoreF32;
+  a.out_f32 = ptr<float>(c.buffers.gemm1_out);
+  return launch_grouped_gemm(a, stream_of(c));
+}
+
+Status gemm1_activation_stage(const StageContext& c) {
+  GemmArgs a = gemm_args(c, true);
+  a.epilogue = Epilogue::kActivation;
+  a.out = c.buffers.gemm2_in.data();
+  return launch_grouped_gemm(a, stream_of(c));
+}
+
+Status activation_stage(const StageContext& c) {
+  const auto& p = c.problem;
+  ActivationArgs a;
+  a.in = ptr<const float>(c.buffers.gemm1_out);
+  a.out = c.buffers.gemm2_in.data();
+  a.type = elem_of(p.activation_dtype);
+  a.total_rows = total_rows(c);
+  a.max_rows = max_rows(c);
+  a.inter = p.intermediate;
+  a.activation = static_cast<int>(p.activation.kind);
+  a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
+  a.alpha = p.activation.alpha;
+  a.limit = p.activation.limit;
+  return launch_activation(a, stream_of(c));
+}
+
+Status gemm2_stage(const StageContext& c) {
+  GemmArgs a = gemm_args(c, false);
+  a.epilogue = Epilogue::kStoreF32;
+  a.out_f32 = ptr<float>(c.buffers.gemm2_out);
+  return launch_grouped_gemm(a, stream_of(c));
+}
+
+// ---- finalize --------------------------------------------------------------------------------------
+// Masked applies neither routing weights nor routed_scaling_factor (the dispatcher's combine does);
+// weight-on-input applied the weight before gemm1.
+bool uses_weights(const MoeProblem& p) { return p.input_format != InputFormat::kMasked && !p.apply_router_weight_on_input; }
+float scale_of(const MoeProblem& p) { return p.input_format == InputFormat::kMasked ? 1.0f : p.routing.routed_scaling_factor; }
+
+Status finalize_stage(const StageContext& c) {
+  const auto& p = c.problem;
+  FinalizeArgs a;
+  a.rows = ptr<const float>(c.buffers.gemm2_out);
+  a.out = c.outputs.out.data();
+  a.type = elem_of(p.activation_dtype);
+  a.dest_offsets = ptr<const int64_t>(c.buffers.dest_offsets);
+  a.dest_rows = ptr<const int64_t>(c.buffers.dest_rows);
+  a.row_weight = ptr<const float>(c.buffers.row_weight);
+  a.out_rows = out_rows(c);
+  a.hidden = p.hidden;
+  a.scale = scale_of(p);
+  a.use_weights = uses_weights(p);
+  a.skip_empty = p.input_format == InputFormat::kMasked;
+  return launch_finalize(a, stream_of(c));
+}
+
+// gemm2 with finalize in its epilogue: one destination per row (Masked, no_combine) is a scaled
+// store; a combined output is an atomic add into a zeroed float32 accumulator, converted at the end.
+Status gemm2_finalize_stage(const StageContext& c) {
+  const auto& p = c.problem;
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  GemmArgs a = gemm_args(c, false);
+  a.row_dest = s->row_dest;
+  a.row_weight = uses_weights(p) ? ptr<const float>(c.buffers.row_weight) : nullptr;
+  a.scale = scale_of(p);
+  const auto st = static_cast<cudaStream_t>(stream_of(c));
+  const int64_t count = out_rows(c) * p.hidden;
+  if (!combines(p)) {
+    // no_combine rows of remote experts are zeros; Masked rows past masked_m stay untouched.
+    if (p.no_combine) MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.outputs.out.data(), 0, c.outputs.out.storage_bytes(), st));
+    a.epilogue = Epilogue::kStore;
+    a.out = c.outputs.out.data();
+    return launch_grouped_gemm(a, stream_of(c));
+  }
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->accumulator, 0, static_cast<size_t>(count) * 4, st));
+  a.epilogue = Epilogue::kAtomicAdd;
+  a.accumulator = s->accumulator;
+  MOEKIT_RETURN_IF_ERROR(launch_grouped_gemm(a, stream_of(c)));
+  return launch_convert(s->accumulator, c.outputs.out.data(), elem_of(p.activation_dtype), count, stream_of(c));
+}
+
+// ---- checks ----------------------------------------------------------------------------------------
+Status check_aligned(std::string_view name, const TensorView& t, size_t bytes) {
+  if (t.data() != nullptr && reinterpret_cast<uintptr_t>(t.data()) % bytes != 0)
+    return Status::InvalidArgument(fmt::format("{}: address {} is not {}-byte aligned, which the CUDA kernels' vector loads need", name,
+                                               t.data(), bytes));
+  return Status::Ok();
+}
+
+Status validate_weights(const MoeProblem& p, const MoeWeights& w) {
+  MOEKIT_RETURN_IF_ERROR(cpu::validate_weights_on(p, w, cpu::Residence::kCuda));
+  MOEKIT_RETURN_IF_ERROR(check_aligned("w13", w.w13, 16));
+  MOEKIT_RETURN_IF_ERROR(check_aligned("w2", w.w2, 16));
+  if (w.expert_map.defined()) {
+    // Read once here (prepare time may synchronize; run may not).
+    std::vector<int32_t> map(static_cast<size_t>(p.num_experts));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(map.data(), w.expert_map.data(), map.size() * 4, cudaMemcpyDeviceToHost));
+    for (int g = 0; g < p.num_experts; ++g)
+      if (map[g] < -1 || map[g] >= p.local_experts())
+        return Status::InvalidArgument(fmt::format("expert_map[{}]={} is outside [-1, E_local={})", g, map[g], p.local_experts()));
+  }
+  return Status::Ok();
+}
+
+Status validate_io(const MoeProblem& p, const MoeInputs& in, const MoeOutputs& out) {
+  MOEKIT_RETURN_IF_ERROR(cpu::validate_io_on(p, in, out, cpu::Residence::kCuda));
+  MOEKIT_RETURN_IF_ERROR(check_aligned("hidden", in.hidden, 16));
+  return check_aligned("out", out.out, 16);
+}
+
+}  // namespace
+
+Status register_cuda_backend(Registry& r) {
+  using F = InputFormat;
+  const std::vector<F> all = {F::kStandard, F::kPreRouted, F::kMasked, F::kIndexed};
+  const BackendKind cuda = BackendKind::kCuda;
+  r.set_hooks(cuda, {.validate_weights = validate_weights,
+                     .validate_io = validate_io,
+                     .scratch_bytes = scratch_bytes,
+                     .rows_dtype = DType::kF32,
+                     .operands_in_activation_dtype = true});
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.build_maps", cuda, Stage::kBuildMaps, Stage::kBuildMaps, all, build_maps_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.expand", cuda, Stage::kExpand, Stage::kExpand, all, expand_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.gemm1", cuda, Stage::kGemm1, Stage::kGemm1, all, gemm1_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.gemm1_activation", cuda, Stage::kGemm1, Stage::kActivation, all, gemm1_activation_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.activation", cuda, Stage::kActivation, Stage::kActivation, all, activation_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.gemm2", cuda, Stage::kGemm2, Stage::kGemm2, all, gemm2_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.gemm2_finalize", cuda, Stage::kGemm2, Stage::kFinalize, all, gemm2_finalize_stage}));
+  return r.add_stage({"cuda.finalize", cuda, Stage::kFinalize, Stage::kFinalize, all, finalize_stage});
+}
+
+}  // namespace moekit::cuda

@@ -1,0 +1,54 @@
+// Dispatch of the grouped GEMM instantiations of one element type (included by one .cu per type,
+// so that the two types compile in parallel).
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "cuda/moe/grouped_gemm.cuh"
+#include "cuda/moe/launch_utils.cuh"
+
+namespace moekit::cuda::moe {
+
+template <typename T, class S, Epilogue kEpi>
+Status launch_gemm_instance(const GemmArgs& a, void* stream) {
+  const int64_t R = a.max_rows;
+  if (R == 0) return Status::Ok();
+  // Each tile holds at least one row, and at most one partial tile per expert that has rows.
+  const int64_t m_tiles = std::min(R, R / S::BM + std::min<int64_t>(a.local_experts, R));
+  const bool paired = kEpi == Epilogue::kActivation && a.gated;
+  const int64_t n_tiles = paired ? ceil_div(a.n / 2, S::BN / 2) : ceil_div(a.n, S::BN);
+  const int64_t blocks = m_tiles * n_tiles;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    return Status::Unsupported("grouped GEMM: " + std::to_string(blocks) + " tiles exceed the grid limit");
+  const size_t smem = S::smem_bytes(a.local_experts);
+  auto kernel = grouped_gemm_kernel<T, S, kEpi>;
+  MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
+  kernel<<<static_cast<unsigned>(blocks), S::kThreads, smem, as_stream(stream)>>>(a, m_tiles, n_tiles);
+  MOEKIT_CUDA_CHECK_LAUNCH("grouped_gemm_kernel");
+  return Status::Ok();
+}
+
+template <typename T, class S>
+Status launch_gemm_tile(const GemmArgs& a, void* stream) {
+  switch (a.epilogue) {
+    case Epilogue::kStoreF32: return launch_gemm_instance<T, S, Epilogue::kStoreF32>(a, stream);
+    case Epilogue::kActivation: return launch_gemm_instance<T, S, Epilogue::kActivation>(a, stream);
+    case Epilogue::kAtomicAdd: return launch_gemm_instance<T, S, Epilogue::kAtomicAdd>(a, stream);
+    case Epilogue::kStore: return launch_gemm_instance<T, S, Epilogue::kStore>(a, stream);
+  }
+  return Status::Internal("grouped GEMM: unknown epilogue");
+}
+
+template <typename T>
+Status launch_grouped_gemm_typed(const GemmArgs& a, void* stream) {
+  switch (a.tile) {
+    case GemmTile::kM16N64: return launch_gemm_tile<T, TileM16N64>(a, stream);
+    case GemmTile::kM64N128: return launch_gemm_tile<T, TileM64N128>(a, stream);
+    case GemmTile::kM128N128: return launch_gemm_tile<T, TileM128N128>(a, stream);
+  }
+  return Status::Internal("grouped GEMM: unknown tile");
+}
+
+}  // namespace moekit::cuda::moe

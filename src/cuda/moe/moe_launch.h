@@ -1,0 +1,190 @@
+// Host entry points of the CUDA MoE kernels: plain C++ (no CUDA headers), so that the stage code in
+// cuda_stages.cpp stays ordinary C++. Each launcher checks nothing the stage layer already checked;
+// it only enqueues work on `stream` (a cudaStream_t) and reports launch errors. None allocates or
+// synchronizes, so a whole layer can be captured in a CUDA graph.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "moekit/status.h"
+
+namespace moekit::cuda::moe {
+
+// Element types the kernels read and write.
+enum class Elem : uint8_t { kF32, kF16, kBF16 };
+
+// ---- routing --------------------------------------------------------------------------------------
+struct RouteArgs {
+  const void* logits = nullptr;  // [T, E]
+  Elem logits_type = Elem::kF32;
+  const void* bias = nullptr;    // [E], DeepSeek-V3 only
+  Elem bias_type = Elem::kF32;
+  int64_t tokens = 0;
+  int experts = 0;
+  int top_k = 0;
+  int method = 0;  // RoutingMethod
+  bool renormalize = false;
+  int n_group = 1;
+  int topk_group = 1;
+  int32_t* topk_ids = nullptr;      // [T, K]
+  float* topk_weights = nullptr;    // [T, K]
+  int32_t* copy_ids = nullptr;      // optional second destination (MoeOutputs::topk_ids)
+  float* copy_weights = nullptr;    // optional (MoeOutputs::topk_weights)
+};
+// Shared memory one warp needs to route one token (scores, flags, group scores), bytes.
+size_t route_warp_smem_bytes(int experts, int n_group);
+// The most experts one warp can route given the opt-in shared memory per block.
+Status check_route_fits(int experts, int n_group, int64_t smem_per_block);
+Status launch_route(const RouteArgs& a, void* stream);
+
+// ---- build maps -----------------------------------------------------------------------------------
+// Where the maps go (moekit/stages.h's StageBuffers contract) plus the backend-private row_dest.
+struct MapsOut {
+  int64_t* expert_offsets = nullptr;  // [E_local + 1]
+  int64_t* row_source = nullptr;      // [R_max]
+  float* row_weight = nullptr;        // [R_max]
+  int64_t* dest_offsets = nullptr;    // [out_rows + 1]
+  int64_t* dest_rows = nullptr;       // [R_max]
+  int32_t* row_dest = nullptr;        // [R_max]: the output row that row r goes to
+};
+
+// Standard / PreRouted maps from topk ids.
+struct TopkMapsArgs {
+  const int32_t* topk_ids = nullptr;
+  const float* topk_weights = nullptr;
+  int64_t tokens = 0;
+  int top_k = 0;
+  int num_experts = 0;
+  int local_begin = 0;
+  int local_experts = 0;
+  const int32_t* expert_map = nullptr;  // optional [E]: global -> local or -1
+  bool no_combine = false;
+  MapsOut out;
+  // Scalable path scratch (see maps_scratch_bytes).
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+};
+// The most T*K rows the single-CTA path (one launch) handles.
+inline constexpr int64_t kSingleCtaMapsMaxRows = 4096;
+// Scratch the scalable (radix sort) path needs for n rows sorted by keys below `key_limit`.
+Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes);
+Status launch_topk_maps(const TopkMapsArgs& a, void* stream);
+
+// Routing and the maps in one single-CTA launch (T*K <= 4096; the plan takes it for T <= 32, where
+// routing the tokens a warp each inside one block is the faster way).
+Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& maps, void* stream);
+
+struct MaskedMapsArgs {
+  const int32_t* masked_m = nullptr;  // [E_local], clamped to [0, max_m] on the device
+  int local_experts = 0;
+  int64_t max_m = 0;
+  MapsOut out;
+};
+Status launch_masked_maps(const MaskedMapsArgs& a, void* stream);
+
+struct IndexedMapsArgs {
+  const int32_t* expert_offsets = nullptr;  // [E_local + 1]
+  const int32_t* gather_index = nullptr;    // [R_max]
+  const float* row_weights = nullptr;       // [R_max]
+  int local_experts = 0;
+  int64_t tokens = 0;
+  int64_t max_rows = 0;
+  MapsOut out;
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+};
+Status launch_indexed_maps(const IndexedMapsArgs& a, void* stream);
+
+// ---- row stages -----------------------------------------------------------------------------------
+struct ExpandArgs {
+  const void* hidden = nullptr;  // [rows, H]
+  void* out = nullptr;           // gemm1_in [R_max, H], same type
+  Elem type = Elem::kBF16;
+  const int64_t* row_source = nullptr;
+  const float* row_weight = nullptr;  // multiplies the row when weight_on_input
+  const int64_t* total_rows = nullptr;  // &expert_offsets[E_local] (device)
+  int64_t max_rows = 0;
+  int64_t hidden_size = 0;
+  bool weight_on_input = false;
+};
+Status launch_expand(const ExpandArgs& a, void* stream);
+
+struct ActivationArgs {
+  const float* in = nullptr;  // gemm1_out [R_max, N1] f32
+  void* out = nullptr;        // gemm2_in [R_max, I]
+  Elem type = Elem::kBF16;
+  const int64_t* total_rows = nullptr;
+  int64_t max_rows = 0;
+  int64_t inter = 0;
+  int activation = 0;  // Activation
+  bool interleaved = false;
+  float alpha = 0.f;
+  float limit = 0.f;
+};
+Status launch_activation(const ActivationArgs& a, void* stream);
+
+struct FinalizeArgs {
+  const float* rows = nullptr;  // gemm2_out [R_max, H] f32
+  void* out = nullptr;
+  Elem type = Elem::kBF16;
+  const int64_t* dest_offsets = nullptr;
+  const int64_t* dest_rows = nullptr;
+  const float* row_weight = nullptr;
+  int64_t out_rows = 0;
+  int64_t hidden = 0;
+  float scale = 1.f;
+  bool use_weights = true;   // false: weight on input, or Masked
+  bool skip_empty = false;   // Masked: rows without a source stay untouched
+};
+Status launch_finalize(const FinalizeArgs& a, void* stream);
+
+// out = accumulator (f32 -> type), [rows, H].
+Status launch_convert(const float* acc, void* out, Elem type, int64_t count, void* stream);
+
+// ---- grouped GEMM ---------------------------------------------------------------------------------
+enum class Epilogue : uint8_t {
+  kStoreF32,    // out_f32[row, n] = acc + bias
+  kActivation,  // gemm1 + activation: out[row, i] = act(gate + bias, up + bias) (or act(x) not gated)
+  kAtomicAdd,   // gemm2 + finalize: accumulator[row_dest[row], n] += factor(row) * (acc + bias)
+  kStore,       // gemm2 + finalize, one destination: out[row_dest[row], n] = factor(row) * (acc + bias)
+};
+
+// The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
+enum class GemmTile : uint8_t { kM16N64, kM64N128, kM128N128 };
+const char* gemm_tile_name(GemmTile t);
+int gemm_tile_block_m(GemmTile t);
+
+struct GemmArgs {
+  Elem type = Elem::kBF16;  // A and B (f16 or bf16)
+  const void* a = nullptr;  // [R_max, K] rows grouped by expert
+  const void* b = nullptr;  // [E_local, N, K] (out x in)
+  const void* bias = nullptr;  // optional [E_local, N]
+  Elem bias_type = Elem::kF32;
+  const int64_t* expert_offsets = nullptr;  // [E_local + 1] on the device
+  int local_experts = 0;
+  int64_t max_rows = 0;  // R_max: bounds the grid
+  int64_t n = 0;         // N (gemm1: gemm1_rows; gemm2: H)
+  int64_t k = 0;
+  Epilogue epilogue = Epilogue::kStoreF32;
+  GemmTile tile = GemmTile::kM64N128;
+  // kStoreF32
+  float* out_f32 = nullptr;
+  // kActivation: out [R_max, I] in `type`
+  void* out = nullptr;
+  int activation = 0;
+  bool gated = true;
+  bool interleaved = false;  // gate/up rows interleaved in b (GPT-OSS); else concatenated
+  float alpha = 0.f;
+  float limit = 0.f;
+  // kAtomicAdd / kStore
+  const int32_t* row_dest = nullptr;
+  const float* row_weight = nullptr;  // null: factor = scale
+  float scale = 1.f;
+  float* accumulator = nullptr;  // kAtomicAdd: [out_rows, N] f32, zeroed by the caller
+};
+// The heuristic tile for a GEMM of `rows_per_expert` expected rows per active expert.
+GemmTile choose_gemm_tile(double rows_per_expert);
+Status launch_grouped_gemm(const GemmArgs& a, void* stream);
+
+}  // namespace moekit::cuda::moe

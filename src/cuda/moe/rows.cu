@@ -1,0 +1,137 @@
+// Row-wise stages: expand (gather), the unfused activation, finalize (the fixed-order combine) and
+// the f32 accumulator's conversion after the atomic gemm2 + finalize. Rows past the routed count
+// (expert_offsets[E_local], read on the device) do nothing, so grids are sized by R_max.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "cuda/common/device_utils.cuh"
+#include "cuda/moe/activation.cuh"
+#include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/moe_launch.h"
+
+namespace moekit::cuda::moe {
+namespace {
+
+using detail::from_float;
+using detail::to_float;
+
+constexpr int kThreads = 256;
+
+// ---- expand ----------------------------------------------------------------------------------------
+// One block per row; 16-byte chunks (H % 8 == 0 is a CUDA-backend requirement).
+template <typename T>
+__global__ void expand_kernel(ExpandArgs a) {
+  const int64_t r = blockIdx.x;
+  if (r >= *a.total_rows) return;
+  const int64_t H = a.hidden_size;
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const T*>(a.hidden) + a.row_source[r] * H);
+  uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(a.out) + r * H);
+  const float w = a.weight_on_input ? a.row_weight[r] : 1.0f;
+  for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) {
+    uint4 v = src[c];
+    if (a.weight_on_input) {
+      T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) e[i] = from_float<T>(to_float(e[i]) * w);
+    }
+    dst[c] = v;
+  }
+}
+
+// ---- activation ------------------------------------------------------------------------------------
+template <typename T>
+__global__ void activation_kernel(ActivationArgs a) {
+  const int64_t r = blockIdx.x;
+  if (r >= *a.total_rows) return;
+  const int64_t I = a.inter;
+  const bool gated = activation_is_gated_device(a.activation);
+  const float* h = a.in + r * (gated ? 2 * I : I);
+  T* out = static_cast<T*>(a.out) + r * I;
+  for (int64_t i = threadIdx.x; i < I; i += blockDim.x) {
+    float v;
+    if (gated) {
+      const float g = a.interleaved ? h[2 * i] : h[i];
+      const float u = a.interleaved ? h[2 * i + 1] : h[I + i];
+      v = gated_act(a.activation, g, u, a.alpha, a.limit);
+    } else {
+      v = plain_act(a.activation, h[i]);
+    }
+    out[i] = from_float<T>(v);
+  }
+}
+
+// ---- finalize --------------------------------------------------------------------------------------
+// Output row o = sum over its dest rows, in dest order, of factor * gemm2_out[row]: four columns per
+// thread, so one output element's sum is one thread's, in a fixed order.
+template <typename T>
+__global__ void finalize_kernel(FinalizeArgs a) {
+  const int64_t o = blockIdx.x;
+  const int64_t begin = a.dest_offsets[o], end = a.dest_offsets[o + 1];
+  if (a.skip_empty && begin == end) return;
+  const int64_t H = a.hidden;
+  T* out = static_cast<T*>(a.out) + o * H;
+  for (int64_t c = 4 * threadIdx.x; c < H; c += 4 * blockDim.x) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = a.dest_rows[i];
+      const float f = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
+      const float4 y = *reinterpret_cast<const float4*>(a.rows + r * H + c);
+      acc.x = fmaf(f, y.x, acc.x);
+      acc.y = fmaf(f, y.y, acc.y);
+      acc.z = fmaf(f, y.z, acc.z);
+      acc.w = fmaf(f, y.w, acc.w);
+    }
+    detail::store4<T>(out + c, acc);
+  }
+}
+
+template <typename T>
+__global__ void convert_kernel(const float* acc, T* out, int64_t count4) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count4; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    detail::store4<T>(out + 4 * i, reinterpret_cast<const float4*>(acc)[i]);
+}
+
+unsigned row_threads(int64_t work) { return static_cast<unsigned>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, kThreads)); }
+
+}  // namespace
+
+Status launch_expand(const ExpandArgs& a, void* stream) {
+  if (a.max_rows == 0) return Status::Ok();
+  const unsigned threads = row_threads(a.hidden_size / 8);
+  if (a.type == Elem::kBF16) expand_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
+  else expand_kernel<__half><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
+  MOEKIT_CUDA_CHECK_LAUNCH("expand_kernel");
+  return Status::Ok();
+}
+
+Status launch_activation(const ActivationArgs& a, void* stream) {
+  if (a.max_rows == 0) return Status::Ok();
+  const unsigned threads = row_threads(a.inter);
+  if (a.type == Elem::kBF16) activation_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
+  else activation_kernel<__half><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
+  MOEKIT_CUDA_CHECK_LAUNCH("activation_kernel");
+  return Status::Ok();
+}
+
+Status launch_finalize(const FinalizeArgs& a, void* stream) {
+  if (a.out_rows == 0) return Status::Ok();
+  const unsigned threads = row_threads(a.hidden / 4);
+  if (a.type == Elem::kBF16) finalize_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.out_rows), threads, 0, as_stream(stream)>>>(a);
+  else finalize_kernel<__half><<<static_cast<unsigned>(a.out_rows), threads, 0, as_stream(stream)>>>(a);
+  MOEKIT_CUDA_CHECK_LAUNCH("finalize_kernel");
+  return Status::Ok();
+}
+
+Status launch_convert(const float* acc, void* out, Elem type, int64_t count, void* stream) {
+  const int64_t count4 = count / 4;  // H % 8 == 0, so count is a multiple of 4
+  if (count4 == 0) return Status::Ok();
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(count4, kThreads), 132 * 16));
+  if (type == Elem::kBF16) convert_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(acc, static_cast<__nv_bfloat16*>(out), count4);
+  else convert_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(acc, static_cast<__half*>(out), count4);
+  MOEKIT_CUDA_CHECK_LAUNCH("convert_kernel");
+  return Status::Ok();
+}
+
+}  // namespace moekit::cuda::moe

@@ -1,0 +1,436 @@
+// The CUDA MoE backend against the float64 oracle (tests/cpu/naive_moe.h) on fresh random layers at
+// odd shapes, every input format and option, with the output poisoned (NaN) before each run.
+//
+// Tolerance (docs/cuda-backend.md): with ref the float64 layer, naive16 the same layer computed by a
+// naive 16-bit implementation (every GEMM input and output row stored in the activation dtype,
+// float64 accumulation, the final output rounded) and err(x) = ||x - ref|| / ||ref||, the GPU output
+// must satisfy err(gpu) <= 2 * err(naive16) + 1e-6. Masked rows that must stay untouched must still
+// hold the poison, bit for bit.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/naive_moe.h"
+#include "gpu_test_util.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/float_formats.h"
+#include "moekit/random_layer.h"
+#include "moekit/runner.h"
+
+namespace moekit {
+namespace {
+
+// ---- host <-> device ----------------------------------------------------------------------------
+struct DeviceTensors {
+  std::vector<Tensor> keep;
+  TensorView up(const TensorView& host) {
+    if (!host.defined()) return {};
+    auto t = Tensor::empty(host.dtype(), host.shape(), Device::cuda(0));
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    EXPECT_TRUE(copy_tensor(*t, host).ok());
+    keep.push_back(std::move(*t));
+    return keep.back().view();
+  }
+};
+
+MoeWeights weights_on_device(const MoeWeights& w, DeviceTensors& d) {
+  MoeWeights g;
+  g.w13 = d.up(w.w13);
+  g.w2 = d.up(w.w2);
+  g.w13_bias = d.up(w.w13_bias);
+  g.w2_bias = d.up(w.w2_bias);
+  g.expert_map = d.up(w.expert_map);
+  return g;
+}
+
+MoeInputs inputs_on_device(const MoeInputs& in, DeviceTensors& d) {
+  MoeInputs g;
+  g.hidden = d.up(in.hidden);
+  g.router_logits = d.up(in.router_logits);
+  g.e_score_correction_bias = d.up(in.e_score_correction_bias);
+  g.topk_ids = d.up(in.topk_ids);
+  g.topk_weights = d.up(in.topk_weights);
+  g.masked_m = d.up(in.masked_m);
+  g.expert_offsets = d.up(in.expert_offsets);
+  g.gather_index = d.up(in.gather_index);
+  g.row_weights = d.up(in.row_weights);
+  return g;
+}
+
+std::vector<double> to_doubles(const TensorView& device) {
+  auto host = Tensor::empty(device.dtype(), device.shape());
+  EXPECT_TRUE(host.ok());
+  EXPECT_TRUE(copy_tensor(*host, device).ok());
+  std::vector<double> v(static_cast<size_t>(host->numel()));
+  load_elements(host->data(), host->dtype(), 0, host->numel(), v.data());
+  return v;
+}
+
+void poison(const TensorView& t) { ASSERT_EQ(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())), cudaSuccess); }
+
+// ---- errors ---------------------------------------------------------------------------------------
+struct Errors {
+  double gpu = 0, naive = 0;
+  int64_t non_finite = 0, untouched_changed = 0;
+};
+
+// ref: float64 (NaN marks Masked rows that must stay untouched); got: the GPU output; naive: the
+// naive 16-bit model before its final rounding.
+Errors measure(const std::vector<double>& ref, const std::vector<double>& got, const std::vector<double>& naive, DType dtype) {
+  Errors e;
+  double num_g = 0, num_n = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      if (!std::isnan(got[i])) ++e.untouched_changed;
+      continue;
+    }
+    if (!std::isfinite(got[i])) {
+      ++e.non_finite;
+      continue;
+    }
+    const double n16 = naive::round_to(dtype, naive[i]);
+    num_g += (got[i] - ref[i]) * (got[i] - ref[i]);
+    num_n += (n16 - ref[i]) * (n16 - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  if (den > 0) {
+    e.gpu = std::sqrt(num_g / den);
+    e.naive = std::sqrt(num_n / den);
+  }
+  return e;
+}
+
+// ---- one case -------------------------------------------------------------------------------------
+struct Case {
+  std::string name;
+  MoeProblem problem;
+  int64_t tokens = 1;  // T (Masked: max_m)
+  bool biases = false;
+  bool expert_map = false;  // an expert_map holding every other expert
+  FusionControls fusions{};
+  bool check_ids = true;
+};
+
+MoeProblem base_problem(int E, int K, int H, int I) {
+  MoeProblem p;
+  p.num_experts = E;
+  p.top_k = K;
+  p.hidden = H;
+  p.intermediate = I;
+  p.routing.renormalize = true;
+  return p;
+}
+
+// Runs the case on the GPU and returns the output (also checks routing outputs against the CPU).
+struct Outcome {
+  std::vector<double> out;
+  Errors errors;
+};
+
+Outcome run_case(const Case& c, uint64_t seed) {
+  Outcome result;
+  MoeProblem p = c.problem;
+  RandomLayerOptions o;
+  o.num_tokens = c.tokens;
+  o.seed = seed;
+  o.biases = c.biases;
+  auto layer = make_random_layer(p, o);
+  EXPECT_TRUE(layer.ok()) << layer.status().to_string();
+  if (!layer.ok()) return result;
+  Tensor map;
+  if (c.expert_map) {
+    map = std::move(*Tensor::empty(DType::kI32, {p.num_experts}));
+    for (int g = 0; g < p.num_experts; ++g) map.data_as<int32_t>()[g] = (g % 2 == 0 && g / 2 < p.local_experts()) ? g / 2 : -1;
+    layer->weights.expert_map = map.view();
+  }
+  const MoeInputs host_in = layer->inputs();
+  const MoeOutputs host_out = layer->outputs();
+
+  DeviceTensors d;
+  const MoeWeights dw = weights_on_device(layer->weights, d);
+  const MoeInputs din = inputs_on_device(host_in, d);
+  MoeOutputs dout;
+  dout.out = d.up(host_out.out);
+  const bool standard = p.input_format == InputFormat::kStandard;
+  const int64_t T = host_in.hidden.size(0);
+  Tensor ids_host, weights_host;
+  if (standard && c.check_ids) {
+    ids_host = std::move(*Tensor::empty(DType::kI32, {T, p.top_k}));
+    weights_host = std::move(*Tensor::empty(DType::kF32, {T, p.top_k}));
+    dout.topk_ids = d.up(ids_host.view());
+    dout.topk_weights = d.up(weights_host.view());
+  }
+
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = c.fusions});
+  EXPECT_TRUE(runner.ok()) << runner.status().to_string();
+  if (!runner.ok()) return result;
+  auto prepared = runner->prepare_weights(dw);
+  EXPECT_TRUE(prepared.ok()) << prepared.status().to_string();
+  if (!prepared.ok()) return result;
+  auto bytes = runner->workspace_size(din);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*bytes)}, Device::cuda(0));
+  EXPECT_TRUE(ws.ok());
+  poison(dout.out);
+  if (bytes.ok() && *bytes > 0) poison(ws->view());
+  const Status st = runner->run(*prepared, din, dout, std::span(static_cast<std::byte*>(ws->data()), *bytes), {});
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  result.out = to_doubles(dout.out);
+
+  // The float64 oracle and the naive 16-bit model, on the host copies.
+  const std::vector<double> ref = naive::run(p, layer->weights, host_in);
+  const std::vector<double> n16 = naive::run(p, layer->weights, host_in, p.activation_dtype);
+  result.errors = measure(ref, result.out, n16, p.activation_dtype);
+
+  if (standard && c.check_ids) {
+    // Routing in double on both sides: the same experts, weights within float rounding.
+    std::vector<int32_t> ref_ids(static_cast<size_t>(T * p.top_k));
+    std::vector<float> ref_w(ref_ids.size());
+    const Status rs = cpu::route(p.routing, p.num_experts, p.top_k, host_in.router_logits, host_in.e_score_correction_bias,
+                                 TensorView(ref_ids.data(), DType::kI32, {T, p.top_k}), TensorView(ref_w.data(), DType::kF32, {T, p.top_k}));
+    EXPECT_TRUE(rs.ok()) << rs.to_string();
+    const std::vector<double> got_ids = to_doubles(dout.topk_ids), got_w = to_doubles(dout.topk_weights);
+    int64_t id_mismatch = 0;
+    double w_err = 0;
+    for (size_t i = 0; i < ref_ids.size(); ++i) {
+      id_mismatch += got_ids[i] != ref_ids[i];
+      w_err = std::max(w_err, std::abs(got_w[i] - ref_w[i]));
+    }
+    EXPECT_EQ(id_mismatch, 0) << c.name;
+    EXPECT_LE(w_err, 1e-6) << c.name;
+  }
+  return result;
+}
+
+void expect_within_tolerance(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(c.name);
+  const Outcome o = run_case(c, seed);
+  EXPECT_EQ(o.errors.non_finite, 0) << c.name;
+  EXPECT_EQ(o.errors.untouched_changed, 0) << c.name;
+  EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
+  std::printf("  %-44s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
+}
+
+// Odd shapes: H a multiple of 8 but not of 128, I likewise.
+constexpr int kH = 264, kI = 136;
+
+TEST(MoeCuda, StandardSoftmaxAtOddTokenCounts) {
+  MOEKIT_REQUIRE_GPU();
+  for (int64_t T : {0, 1, 3, 77}) {
+    Case c{"softmax E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T};
+    expect_within_tolerance(c, 100 + T);
+  }
+}
+
+TEST(MoeCuda, RoutingMethodsAndWideExperts) {
+  MOEKIT_REQUIRE_GPU();
+  Case ds{"deepseek E64 K6 groups8/3 scale2.5 T77", base_problem(64, 6, kH, kI), 77};
+  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
+  ds.problem.routing.n_group = 8;
+  ds.problem.routing.topk_group = 3;
+  ds.problem.routing.routed_scaling_factor = 2.5f;
+  expect_within_tolerance(ds, 1);
+  for (int64_t T : {3, 77}) {
+    Case mix{"topk_softmax E256 K10 H2880 I1408 T" + std::to_string(T), base_problem(256, 10, 2880, 1408), T};
+    mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
+    expect_within_tolerance(mix, 2 + T);
+  }
+  Case topk{"plain topk E64 K8 no renorm T77", base_problem(64, 8, kH, kI), 77};
+  topk.problem.routing.method = RoutingMethod::kTopK;
+  topk.problem.routing.renormalize = false;
+  expect_within_tolerance(topk, 3);
+  Case llama{"llama4 E1 K1 weight on input T77", base_problem(1, 1, kH, kI), 77};
+  llama.problem.routing.method = RoutingMethod::kLlama4;
+  llama.problem.apply_router_weight_on_input = true;
+  expect_within_tolerance(llama, 4);
+}
+
+TEST(MoeCuda, ActivationsLayoutsAndBiases) {
+  MOEKIT_REQUIRE_GPU();
+  Case oss{"gpt-oss clamped interleaved biases E8 K4 H2880 I1408 T77", base_problem(8, 4, 2880, 1408), 77, true};
+  oss.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
+  oss.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  expect_within_tolerance(oss, 5);
+  for (Activation a : {Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU, Activation::kGeLU,
+                       Activation::kReLU, Activation::kIdentity}) {
+    Case c{std::string("activation ") + std::string(activation_name(a)) + " f16 biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true};
+    c.problem.activation.kind = a;
+    c.problem.activation_dtype = DType::kF16;
+    expect_within_tolerance(c, 6 + static_cast<int>(a));
+  }
+}
+
+TEST(MoeCuda, ExpertParallelAndNoCombine) {
+  MOEKIT_REQUIRE_GPU();
+  Case ep{"EP range 2..6 of 8, no_combine, geglu T77", base_problem(8, 3, kH, kI), 77};
+  ep.problem.local_expert_begin = 2;
+  ep.problem.num_local_experts = 4;
+  ep.problem.no_combine = true;
+  ep.problem.activation.kind = Activation::kGeGLU;
+  expect_within_tolerance(ep, 20);
+  Case map{"expert_map every other of 64, K8, T1000 (radix sort maps)", base_problem(64, 8, kH, kI), 1000};
+  map.problem.num_local_experts = 32;
+  map.expert_map = true;
+  expect_within_tolerance(map, 21);
+}
+
+TEST(MoeCuda, InputFormats) {
+  MOEKIT_REQUIRE_GPU();
+  Case pre{"prerouted f16 relu2 E64 K8 T1000", base_problem(64, 8, kH, kI), 1000};
+  pre.problem.input_format = InputFormat::kPreRouted;
+  pre.problem.activation_dtype = DType::kF16;
+  pre.problem.activation.kind = Activation::kReLU2;
+  expect_within_tolerance(pre, 30);
+  Case masked{"masked E8 max_m 77 silu", base_problem(8, 1, kH, kI), 77};
+  masked.problem.input_format = InputFormat::kMasked;
+  masked.problem.activation.kind = Activation::kSiLU;
+  expect_within_tolerance(masked, 31);
+  Case indexed{"indexed E8 T77", base_problem(8, 2, kH, kI), 77};
+  indexed.problem.input_format = InputFormat::kIndexed;
+  expect_within_tolerance(indexed, 32);
+  Case big{"mixtral-like E8 K2 H2880 I1408 T1000", base_problem(8, 2, 2880, 1408), 1000};
+  big.problem.routing.method = RoutingMethod::kTopKSoftmax;
+  expect_within_tolerance(big, 33);
+}
+
+TEST(MoeCuda, EveryFusionSwitchGivesTheSameLayer) {
+  MOEKIT_REQUIRE_GPU();
+  for (int64_t T : {3, 77}) {
+    for (int mask = 0; mask < 8; ++mask) {
+      Case c{"switches " + std::to_string(mask) + " E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T, true};
+      c.fusions.routing_prologue = (mask & 1) ? Switch::kOff : Switch::kOn;
+      c.fusions.gemm1_activation = (mask & 2) ? Switch::kOff : Switch::kAuto;
+      c.fusions.gemm2_finalize = (mask & 4) ? Switch::kOff : Switch::kAuto;
+      expect_within_tolerance(c, 40 + T);
+    }
+  }
+}
+
+TEST(MoeCuda, DeterministicModeIsBitwiseStable) {
+  MOEKIT_REQUIRE_GPU();
+  for (int K : {2, 8}) {  // K <= 2: atomic finalize (order-free); K = 8: the fixed-order finalize
+    Case c{"deterministic K" + std::to_string(K) + " E64 T77", base_problem(64, K, kH, kI), 77};
+    c.problem.deterministic = true;
+    const Outcome a = run_case(c, 50), b = run_case(c, 50);
+    ASSERT_EQ(a.out.size(), b.out.size());
+    EXPECT_EQ(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)), 0) << c.name;
+    EXPECT_LE(a.errors.gpu, 2 * a.errors.naive + 1e-6) << c.name;
+  }
+}
+
+// ---- a CUDA graph of the whole layer, replayed with new routing ----------------------------------
+TEST(MoeCuda, GraphReplaysWithNewRouting) {
+  MOEKIT_REQUIRE_GPU();
+  MoeProblem p = base_problem(64, 6, kH, kI);
+  p.routing.method = RoutingMethod::kDeepSeekV3;
+  p.routing.n_group = 8;
+  p.routing.topk_group = 4;
+  const int64_t T = 77;
+  auto layer = make_random_layer(p, {.num_tokens = T, .seed = 60});
+  ASSERT_TRUE(layer.ok());
+  DeviceTensors d;
+  const MoeWeights dw = weights_on_device(layer->weights, d);
+  const MoeInputs din = inputs_on_device(layer->inputs(), d);
+  MoeOutputs dout;
+  dout.out = d.up(layer->out.view());
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  auto prepared = runner->prepare_weights(dw);
+  ASSERT_TRUE(prepared.ok());
+  const size_t bytes = *runner->workspace_size(din);
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
+  ASSERT_TRUE(ws.ok());
+  cudaStream_t stream;
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
+  // Warm-up outside the capture: the plan for this T is built and cached on the first call.
+  ASSERT_TRUE(runner->run(*prepared, din, dout, workspace, {stream}).ok());
+  cudaGraph_t graph;
+  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = runner->run(*prepared, din, dout, workspace, {stream});
+  MOEKIT_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.ok()) << captured.to_string();
+  cudaGraphExec_t exec;
+  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (uint64_t replay = 0; replay < 3; ++replay) {
+    fill_uniform(layer->router_logits.view(), 3.0, 70 + replay, 1);  // new routing every replay
+    ASSERT_TRUE(copy_tensor(din.router_logits, layer->router_logits.view()).ok());
+    poison(dout.out);
+    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const std::vector<double> got = to_doubles(dout.out);
+    const MoeInputs host_in = layer->inputs();
+    const Errors e = measure(naive::run(p, layer->weights, host_in), got, naive::run(p, layer->weights, host_in, p.activation_dtype), p.activation_dtype);
+    EXPECT_EQ(e.non_finite, 0) << "replay " << replay;
+    EXPECT_LE(e.gpu, 2 * e.naive + 1e-6) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// ---- errors before any launch --------------------------------------------------------------------
+TEST(MoeCuda, BadInputsAreRejectedBeforeAnyLaunch) {
+  MOEKIT_REQUIRE_GPU();
+  MoeProblem p = base_problem(8, 2, kH, kI);
+  auto layer = make_random_layer(p, {.num_tokens = 5, .seed = 80});
+  ASSERT_TRUE(layer.ok());
+  DeviceTensors d;
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
+  ASSERT_TRUE(runner.ok());
+
+  // Host weights for the CUDA backend.
+  auto host_weights = runner->prepare_weights(layer->weights);
+  ASSERT_FALSE(host_weights.ok());
+  EXPECT_NE(host_weights.status().message().find("w13"), std::string::npos) << host_weights.status().to_string();
+
+  auto prepared = runner->prepare_weights(weights_on_device(layer->weights, d));
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  MoeInputs din = inputs_on_device(layer->inputs(), d);
+  MoeOutputs dout;
+  dout.out = d.up(layer->out.view());
+  const size_t bytes = *runner->workspace_size(din);
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
+
+  auto expect_error = [&](const MoeInputs& in, const MoeOutputs& out, std::span<std::byte> w, const char* field) {
+    poison(dout.out);
+    const Status s = runner->run(*prepared, in, out, w, {});
+    EXPECT_FALSE(s.ok()) << field;
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.to_string();
+    const std::vector<double> after = to_doubles(dout.out);
+    for (double v : after) ASSERT_TRUE(std::isnan(v)) << field << ": output was written";
+  };
+  MoeInputs host_hidden = din;
+  host_hidden.hidden = layer->hidden.view();
+  expect_error(host_hidden, dout, workspace, "hidden");
+  MoeInputs misaligned = din;
+  misaligned.hidden =
+      TensorView::create(static_cast<std::byte*>(din.hidden.data()) + 2, DType::kBF16, din.hidden.shape(), {}, Device::cuda(0)).value();
+  expect_error(misaligned, dout, workspace, "hidden");
+  MoeInputs wrong_logits = din;
+  wrong_logits.router_logits = TensorView::create(din.router_logits.data(), DType::kF32, std::vector<int64_t>{5, 7}, {}, Device::cuda(0)).value();
+  expect_error(wrong_logits, dout, workspace, "router_logits");
+  expect_error(din, dout, workspace.subspan(0, bytes / 2), "workspace");
+
+  // What this backend cannot run: a clear error with backend=cuda, the CPU with backend=auto.
+  MoeProblem f32 = p;
+  f32.activation_dtype = DType::kF32;
+  auto r32 = MoeRunner::create(f32, {.backend = BackendChoice::kCuda});
+  ASSERT_FALSE(r32.ok());
+  EXPECT_NE(r32.status().message().find("f32"), std::string::npos) << r32.status().to_string();
+  MoeProblem fp8 = p;
+  fp8.quant = QuantScheme::kFp8Block;
+  auto auto_fp8 = MoeRunner::create(fp8, {.backend = BackendChoice::kAuto});
+  ASSERT_TRUE(auto_fp8.ok()) << auto_fp8.status().to_string();
+  EXPECT_EQ(auto_fp8->device().backend, BackendKind::kCpu);
+  EXPECT_NE(auto_fp8->device_decision().reason.find("fp8_block"), std::string::npos) << auto_fp8->device_decision().reason;
+}
+
+}  // namespace
+}  // namespace moekit
