@@ -39,14 +39,35 @@ TEST(RuleBackendSupportsScheme, Fp8NeedsSm89AndFp4ActivationsNeedSm100) {
   Decision d = rules::backend_supports_scheme({p, 1, a100, {}});
   EXPECT_FALSE(d.on);
   EXPECT_HAS(d.reason, "quant=fp8_block needs fp8 tensor cores (sm_89 or newer)");
-  EXPECT_TRUE(rules::backend_supports_scheme({p, 1, h100, {}}).on);
   p.quant = QuantScheme::kNvfp4;
   d = rules::backend_supports_scheme({p, 1, h100, {}});
   EXPECT_FALSE(d.on);
   EXPECT_HAS(d.reason, "sm_100 or newer");
-  EXPECT_TRUE(rules::backend_supports_scheme({p, 1, b200, {}}).on);
-  p.quant = QuantScheme::kMxfp4;  // fp4 weights with 16-bit activations: dequantized in the main loop
-  EXPECT_TRUE(rules::backend_supports_scheme({p, 1, a100, {}}).on);
+}
+
+TEST(RuleBackendSupportsScheme, TheCudaBackendRuns16BitLayersWithRowsOf16Bytes) {
+  MoeProblem p = problem();
+  const auto a100 = sm("sm80"), h100 = sm("sm90");
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    p.activation_dtype = t;
+    EXPECT_TRUE(rules::backend_supports_scheme({p, 1, a100, {}}).on);
+    EXPECT_TRUE(rules::backend_supports_scheme({p, 1, h100, {}}).on);
+  }
+  p.activation_dtype = DType::kF32;
+  EXPECT_HAS(rules::backend_supports_scheme({p, 1, h100, {}}).reason, "activation dtype f32");
+  p.activation_dtype = DType::kBF16;
+  for (QuantScheme q : {QuantScheme::kFp8Block, QuantScheme::kMxfp4, QuantScheme::kW4A16}) {
+    p.quant = q;
+    const Decision d = rules::backend_supports_scheme({p, 1, h100, {}});
+    EXPECT_FALSE(d.on);
+    EXPECT_HAS(d.reason, "16-bit layers only");
+  }
+  p.quant = QuantScheme::kNone;
+  p.hidden = 2884;
+  EXPECT_HAS(rules::backend_supports_scheme({p, 1, h100, {}}).reason, "hidden=2884 is not a multiple of 8");
+  p.hidden = 2880;
+  p.intermediate = 1410;
+  EXPECT_HAS(rules::backend_supports_scheme({p, 1, h100, {}}).reason, "intermediate=1410 is not a multiple of 8");
 }
 
 // ---- stage_runs ------------------------------------------------------------------------------------
@@ -64,7 +85,11 @@ TEST(RuleRoutingPrologue, NeedsRoutingAndOnCudaFitsOneCta) {
   MoeProblem p = problem(128, 8);
   EXPECT_TRUE(rules::routing_prologue_fusion({p, 100000, kCpu, {}}).on);
   const auto h = sm("sm90");
-  EXPECT_TRUE(rules::routing_prologue_fusion({p, 512, h, {}}).on);  // 4096 rows: the limit itself
+  EXPECT_TRUE(rules::routing_prologue_fusion({p, 32, h, {}}).on);  // a warp per token in one CTA
+  const Decision cost = rules::routing_prologue_fusion({p, 512, h, {}});  // 4096 rows: fits, but slower
+  EXPECT_FALSE(cost.on);
+  EXPECT_TRUE(cost.forceable);
+  EXPECT_HAS(cost.reason, "T=512 > 32");
   const Decision d = rules::routing_prologue_fusion({p, 513, h, {}});
   EXPECT_FALSE(d.on);
   EXPECT_FALSE(d.forceable);

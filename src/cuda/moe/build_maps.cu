@@ -1,7 +1,7 @@
 // The prologue: the maps of moekit/stages.h (rows grouped by expert, stable in (token, slot) order;
 // the dest CSR in (token, slot) order) from topk ids, masked counts or an Indexed layout.
 //
-//   single CTA  T*K <= 4096: one block sorts (expert << 12 | flat) keys, which are unique, so the
+//   single CTA  T*K <= 4096: one block sorts (expert << bits | flat) keys, which are unique, so the
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
 //   fused       the same block routes the tokens first (a warp per token), for T <= 32.
@@ -24,8 +24,8 @@ namespace {
 
 constexpr int kMapsThreads = 1024;
 constexpr int kMapsItems = 4;  // kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows
-constexpr int kFlatBits = 12;  // a flat (token, slot) index below 4096
-static_assert(kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows && (1 << kFlatBits) == kSingleCtaMapsMaxRows);
+constexpr int kMaxFlatBits = 12;  // a flat (token, slot) index below 4096
+static_assert(kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows && (1 << kMaxFlatBits) == kSingleCtaMapsMaxRows);
 
 using BlockSort = cub::BlockRadixSort<uint32_t, kMapsThreads, kMapsItems>;
 using BlockScan = cub::BlockScan<int, kMapsThreads>;
@@ -64,11 +64,13 @@ __device__ __forceinline__ int64_t lower_bound(const Key* keys, int64_t n, Key v
 }
 
 // ---- single CTA ------------------------------------------------------------------------------------
-__device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int end_bit) {
+// Keys are (local expert << flat_bits) | flat index, flat_bits just wide enough for n (fewer radix
+// passes for small n).
+__device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int flat_bits, int end_bit) {
   const int tid = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(a.tokens * a.top_k);
   const int EL = a.local_experts, K = a.top_k;
-  const uint32_t pad = static_cast<uint32_t>(EL + 1) << kFlatBits;
+  const uint32_t pad = static_cast<uint32_t>(EL + 1) << flat_bits;
   uint32_t keys[kMapsItems];
   int flags[kMapsItems], excl[kMapsItems];
 #pragma unroll
@@ -76,7 +78,7 @@ __device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int end_bit)
     const int f = tid * kMapsItems + j;
     if (f < n) {
       const int l = local_of(a, a.topk_ids[f]);
-      keys[j] = (static_cast<uint32_t>(l >= 0 ? l : EL) << kFlatBits) | static_cast<uint32_t>(f);
+      keys[j] = (static_cast<uint32_t>(l >= 0 ? l : EL) << flat_bits) | static_cast<uint32_t>(f);
       flags[j] = l >= 0;
     } else {
       keys[j] = pad;
@@ -95,9 +97,9 @@ __device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int end_bit)
   __syncthreads();
 
   const MapsOut& o = a.out;
-  for (int e = tid; e <= EL; e += kMapsThreads) o.expert_offsets[e] = lower_bound<uint32_t>(s.sorted, n, static_cast<uint32_t>(e) << kFlatBits);
+  for (int e = tid; e <= EL; e += kMapsThreads) o.expert_offsets[e] = lower_bound<uint32_t>(s.sorted, n, static_cast<uint32_t>(e) << flat_bits);
   for (int r = tid; r < total; r += kMapsThreads) {
-    const int f = static_cast<int>(s.sorted[r] & ((1u << kFlatBits) - 1));
+    const int f = static_cast<int>(s.sorted[r] & ((1u << flat_bits) - 1));
     const int t = f / K;
     o.row_source[r] = t;
     o.row_weight[r] = a.topk_weights[f];
@@ -108,20 +110,21 @@ __device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int end_bit)
   for (int i = tid; i <= out_rows; i += kMapsThreads) o.dest_offsets[i] = i == out_rows ? total : s.prefix[a.no_combine ? i : i * K];
 }
 
-__global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsArgs a, int end_bit) {
+__global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsArgs a, int flat_bits, int end_bit) {
   extern __shared__ __align__(16) unsigned char smem[];
-  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), end_bit);
+  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), flat_bits, end_bit);
 }
 
 // Routing (warps [0, route_warps) take tokens round robin) then the maps, in one block. The routing
 // scratch and the maps' shared memory overlap: the barrier separates them.
-__global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, TopkMapsArgs a, int end_bit, int route_warps, size_t per_warp) {
+__global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, TopkMapsArgs a, int flat_bits, int end_bit, int route_warps,
+                                                                  size_t per_warp) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (warp < route_warps)
     for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
   __syncthreads();
-  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), end_bit);
+  block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), flat_bits, end_bit);
 }
 
 // ---- scalable --------------------------------------------------------------------------------------
@@ -283,9 +286,10 @@ Status launch_topk_maps(const TopkMapsArgs& a, void* stream) {
   const cudaStream_t st = as_stream(stream);
   const int64_t n = a.tokens * a.top_k;
   if (n <= kSingleCtaMapsMaxRows) {
-    const int end_bit = kFlatBits + bits_for(a.local_experts + 1);
+    const int flat_bits = bits_for(n - 1);
+    const int end_bit = flat_bits + bits_for(a.local_experts + 1);
     MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(single_cta_maps_kernel, sizeof(MapsSmem)));
-    single_cta_maps_kernel<<<1, kMapsThreads, sizeof(MapsSmem), st>>>(a, end_bit);
+    single_cta_maps_kernel<<<1, kMapsThreads, sizeof(MapsSmem), st>>>(a, flat_bits, end_bit);
     MOEKIT_CUDA_CHECK_LAUNCH("single_cta_maps_kernel");
     return Status::Ok();
   }
@@ -313,9 +317,10 @@ Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& a, void
     return launch_topk_maps(a, stream);
   }
   const size_t smem = std::max(sizeof(MapsSmem), per_warp * route_warps);
-  const int end_bit = kFlatBits + bits_for(a.local_experts + 1);
+  const int flat_bits = bits_for(n - 1);
+  const int end_bit = flat_bits + bits_for(a.local_experts + 1);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_maps_kernel, smem));
-  route_maps_kernel<<<1, kMapsThreads, smem, as_stream(stream)>>>(route, a, end_bit, route_warps, per_warp);
+  route_maps_kernel<<<1, kMapsThreads, smem, as_stream(stream)>>>(route, a, flat_bits, end_bit, route_warps, per_warp);
   MOEKIT_CUDA_CHECK_LAUNCH("route_maps_kernel");
   return Status::Ok();
 }

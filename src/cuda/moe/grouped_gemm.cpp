@@ -10,8 +10,10 @@ Status launch_grouped_gemm_f16(const GemmArgs& a, void* stream);
 const char* gemm_tile_name(GemmTile t) {
   switch (t) {
     case GemmTile::kM16N64: return "m16n64k64";
+    case GemmTile::kM32N128: return "m32n128k64";
     case GemmTile::kM64N128: return "m64n128k64";
     case GemmTile::kM128N128: return "m128n128k64";
+    case GemmTile::kM128N256: return "m128n256k64";
   }
   return "unknown";
 }
@@ -19,8 +21,10 @@ const char* gemm_tile_name(GemmTile t) {
 int gemm_tile_block_m(GemmTile t) {
   switch (t) {
     case GemmTile::kM16N64: return 16;
+    case GemmTile::kM32N128: return 32;
     case GemmTile::kM64N128: return 64;
     case GemmTile::kM128N128: return 128;
+    case GemmTile::kM128N256: return 128;
   }
   return 0;
 }
@@ -30,8 +34,9 @@ int gemm_tile_block_m(GemmTile t) {
 // loaded element the most.
 GemmTile choose_gemm_tile(double rows_per_expert) {
   if (rows_per_expert <= 16) return GemmTile::kM16N64;
+  if (rows_per_expert <= 40) return GemmTile::kM32N128;
   if (rows_per_expert <= 96) return GemmTile::kM64N128;
-  return GemmTile::kM128N128;
+  return GemmTile::kM128N256;
 }
 
 Status launch_grouped_gemm(const GemmArgs& a, void* stream) {

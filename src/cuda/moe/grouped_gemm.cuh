@@ -40,8 +40,10 @@ struct TileShape {
 };
 
 using TileM16N64 = TileShape<16, 64, 64, 1, 4, 4>;
+using TileM32N128 = TileShape<32, 128, 64, 1, 4, 4>;
 using TileM64N128 = TileShape<64, 128, 64, 2, 2, 4>;
 using TileM128N128 = TileShape<128, 128, 64, 2, 4, 3>;
+using TileM128N256 = TileShape<128, 256, 64, 2, 4, 3>;  // 64 x 64 warp tiles: the most reuse per load
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));

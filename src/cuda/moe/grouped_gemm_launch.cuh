@@ -45,8 +45,10 @@ template <typename T>
 Status launch_grouped_gemm_typed(const GemmArgs& a, void* stream) {
   switch (a.tile) {
     case GemmTile::kM16N64: return launch_gemm_tile<T, TileM16N64>(a, stream);
+    case GemmTile::kM32N128: return launch_gemm_tile<T, TileM32N128>(a, stream);
     case GemmTile::kM64N128: return launch_gemm_tile<T, TileM64N128>(a, stream);
     case GemmTile::kM128N128: return launch_gemm_tile<T, TileM128N128>(a, stream);
+    case GemmTile::kM128N256: return launch_gemm_tile<T, TileM128N256>(a, stream);
   }
   return Status::Internal("grouped GEMM: unknown tile");
 }

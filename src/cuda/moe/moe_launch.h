@@ -151,7 +151,7 @@ enum class Epilogue : uint8_t {
 };
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
-enum class GemmTile : uint8_t { kM16N64, kM64N128, kM128N128 };
+enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256 };
 const char* gemm_tile_name(GemmTile t);
 int gemm_tile_block_m(GemmTile t);
 
