@@ -72,6 +72,9 @@ class TuningTable {
   std::vector<TuningRow> rows;
 };
 
+// TuningTable::load, shared (for RunnerOptions::tuning_table).
+Result<std::shared_ptr<const TuningTable>> load_shared_table(const std::string& path);
+
 // The table MOEKIT_TUNING_TABLE names, loaded once per process; nullptr when the variable is unset
 // or empty; an error naming the variable when the file cannot be read.
 Result<std::shared_ptr<const TuningTable>> tuning_table_from_env();

@@ -223,6 +223,12 @@ void TuningTable::upsert(TuningRow row) {
   rows.push_back(std::move(row));
 }
 
+Result<std::shared_ptr<const TuningTable>> load_shared_table(const std::string& path) {
+  auto t = TuningTable::load(path);
+  if (!t.ok()) return t.status();
+  return std::make_shared<const TuningTable>(std::move(t).value());
+}
+
 Result<std::shared_ptr<const TuningTable>> tuning_table_from_env() {
   static std::mutex mutex;
   static std::optional<Result<std::shared_ptr<const TuningTable>>> loaded;
@@ -231,10 +237,9 @@ Result<std::shared_ptr<const TuningTable>> tuning_table_from_env() {
     const char* path = std::getenv("MOEKIT_TUNING_TABLE");
     if (path == nullptr || *path == '\0') {
       loaded = std::shared_ptr<const TuningTable>();
-    } else if (auto t = TuningTable::load(path); t.ok()) {
-      loaded = std::make_shared<const TuningTable>(std::move(t).value());
     } else {
-      loaded = t.status().with_context("MOEKIT_TUNING_TABLE");
+      auto t = load_shared_table(path);
+      loaded = t.ok() ? t : Result<std::shared_ptr<const TuningTable>>(t.status().with_context("MOEKIT_TUNING_TABLE"));
     }
   }
   return *loaded;
