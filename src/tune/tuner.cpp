@@ -56,7 +56,10 @@ class Journal {
 class Progress {
  public:
   Progress(bool on, int total) : on_(on), total_(total), t0_(std::chrono::steady_clock::now()) {}
-  void add_total(int n) { total_ += n; }
+  void add_total(int n) {
+    std::lock_guard lock(mutex_);
+    total_ += n;
+  }
   void step(const std::string& what, bool ran) {
     std::lock_guard lock(mutex_);
     ++done_;
@@ -268,7 +271,7 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
   int total = 0;
   for (const TuneShape& s : shapes) {
     spaces.push_back(knob_space(PlanQuery{s.problem, s.tokens, {}}, *device));
-    total += static_cast<int>(stagewise_candidates(spaces.back()).size()) + std::min<int>(o.top, static_cast<int>(spaces.back().size()));
+    total += static_cast<int>(stagewise_candidates(spaces.back()).size()) + 1;  // + the end-to-end heuristic; the rest once known
   }
   Progress progress(o.progress, total);
   Pool pool(o, *device, &journal, &progress);
@@ -301,7 +304,9 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
     };
     const auto& space = spaces[si];
     const auto stagewise = record(stagewise_candidates(space), "stage");
-    const auto finals = record(final_candidates(space, best_per_knob(space, stagewise), o.top), "e2e");
+    const auto final_choices = final_candidates(space, best_per_knob(space, stagewise), o.top);
+    progress.add_total(static_cast<int>(final_choices.size()) - 1);
+    const auto finals = record(final_choices, "e2e");
     const Measured* heuristic = finals.empty() || !finals.front().result.ok ? nullptr : &finals.front();
     const Measured* winner = nullptr;
     for (const Measured& m : finals)
