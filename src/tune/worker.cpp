@@ -73,6 +73,9 @@ void apply_test_fault(const std::string& choice, bool* poison_output) {
   if (kind == "nan") *poison_output = true;
 }
 
+// NOTE: the layer lives in host memory, as in `moekit run`. When the CUDA MoE backend lands, the
+// worker must hand it device copies of the weights, inputs and outputs (and copy the output back
+// before the comparison); the CPU backend needs none.
 Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   const MoeProblem& p = rq.problem;
   RunnerOptions ro{.backend = rq.backend, .choice = rq.choice};
