@@ -6,6 +6,7 @@
 #include <ctime>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "moekit/build_config.h"
+#include "moekit/cpu_reference.h"
 #include "moekit/system_info.h"
 #include "tune/process.h"
 
@@ -35,9 +37,10 @@ class Journal {
       }
     }
   }
-  const WorkerResult* find(const std::string& key) const {
+  std::optional<WorkerResult> find(const std::string& key) {
+    std::lock_guard lock(mutex_);
     auto it = done_.find(key);
-    return it == done_.end() ? nullptr : &it->second;
+    return it == done_.end() ? std::nullopt : std::optional(it->second);
   }
   void add(const std::string& key, const WorkerResult& r) {
     std::lock_guard lock(mutex_);
@@ -132,7 +135,7 @@ class Pool {
   WorkerResult run_one(const Job& j, int slot) {
     const std::string k = key(j);
     const std::string label = fmt::format("T={} {}", j.shape->tokens, j.choice.knobs.empty() ? "heuristic" : j.choice.to_string());
-    if (const WorkerResult* done = journal_ ? journal_->find(k) : nullptr) {
+    if (auto done = journal_ ? journal_->find(k) : std::nullopt) {
       progress_->step(label, false);
       return *done;
     }
@@ -270,6 +273,7 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
   std::vector<std::vector<KnobSpec>> spaces;
   int total = 0;
   for (const TuneShape& s : shapes) {
+    MOEKIT_RETURN_IF_ERROR(cpu::validate_problem(s.problem).with_context(problem_summary(s.problem, s.tokens)));
     spaces.push_back(knob_space(PlanQuery{s.problem, s.tokens, {}}, *device));
     total += static_cast<int>(stagewise_candidates(spaces.back()).size()) + 1;  // + the end-to-end heuristic; the rest once known
   }
