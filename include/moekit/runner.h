@@ -28,8 +28,10 @@ struct RunnerOptions {
   // Knob values for every plan (checked by check_choice; a refused choice makes the plan not
   // runnable, saying why). Empty: the tuned table's row, else the heuristic.
   KernelChoice choice{};
-  // A tuned table (moekit/tuning.h); null: the one MOEKIT_TUNING_TABLE names, if any.
+  // A tuned table (moekit/tuning.h); null: the one MOEKIT_TUNING_TABLE names, if any (unless
+  // read_env_table is false).
   std::shared_ptr<const TuningTable> tuning_table{};
+  bool read_env_table = true;
 };
 
 // Weights in the form the chosen backend wants, made once by MoeRunner::prepare_weights. The CPU

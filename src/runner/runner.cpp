@@ -88,7 +88,7 @@ Result<MoeRunner> MoeRunner::create(const MoeProblem& problem, const RunnerOptio
   r.device_ = selection->device;
   r.device_decision_ = selection->decision;
   r.plans_ = std::make_unique<PlanCache>();
-  if (!r.options_.tuning_table) {
+  if (!r.options_.tuning_table && options.read_env_table) {
     auto env = tuning_table_from_env();
     if (!env.ok()) return env.status();
     r.options_.tuning_table = *env;

@@ -1,5 +1,7 @@
 #include "tune/tuner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -68,17 +70,20 @@ class Progress {
     ++done_;
     ran_ += ran ? 1 : 0;
     if (!on_) return;
+    // On a terminal the bar redraws in place; in a log, one line per tenth of the work.
+    const bool tty = isatty(2) != 0;
+    if (!tty && done_ != total_ && done_ * 10 / std::max(total_, 1) == (done_ - 1) * 10 / std::max(total_, 1)) return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     // The ETA counts only candidates that ran (journaled ones cost nothing).
     const double eta = ran_ > 0 ? elapsed / ran_ * std::max(0, total_ - done_) : 0.0;
     const int width = 30, filled = total_ > 0 ? width * done_ / total_ : width;
-    std::fprintf(stderr, "\r[%s%s] %d/%d  %.0fs elapsed  ETA %dm%02ds  %-40.40s", std::string(filled, '#').c_str(),
+    std::fprintf(stderr, "%s[%s%s] %d/%d  %.0fs elapsed  ETA %dm%02ds  %-40.40s%s", tty ? "\r" : "", std::string(filled, '#').c_str(),
                  std::string(width - std::min(filled, width), '.').c_str(), done_, total_, elapsed, static_cast<int>(eta) / 60,
-                 static_cast<int>(eta) % 60, what.c_str());
+                 static_cast<int>(eta) % 60, what.c_str(), tty ? "" : "\n");
     std::fflush(stderr);
   }
   void finish() {
-    if (on_) std::fprintf(stderr, "\n");
+    if (on_ && isatty(2)) std::fprintf(stderr, "\n");
   }
 
  private:

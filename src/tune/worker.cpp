@@ -78,13 +78,11 @@ void apply_test_fault(const std::string& choice, bool* poison_output) {
 // before the comparison); the CPU backend needs none.
 Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   const MoeProblem& p = rq.problem;
-  RunnerOptions ro{.backend = rq.backend, .choice = rq.choice};
+  RunnerOptions ro{.backend = rq.backend, .choice = rq.choice, .read_env_table = false};
   if (!rq.table.empty()) {
     auto t = load_shared_table(rq.table);
     if (!t.ok()) return t.status();
     ro.tuning_table = *t;
-  } else {
-    ro.tuning_table = std::make_shared<const TuningTable>();  // not the environment's table
   }
   auto runner = MoeRunner::create(p, ro);
   if (!runner.ok()) return runner.status();
