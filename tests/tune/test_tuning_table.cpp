@@ -124,5 +124,23 @@ TEST(TuningTable, ThePlanUsesARowOrSaysItFellBack) {
   EXPECT_TRUE(invalid.runnable);
 }
 
+TEST(TuningTable, AMissIsSaidOncePerKey) {
+  const DeviceTarget cpu = DeviceTarget::host_cpu();  // a real device: misses are logged
+  MoeProblem p = model_presets()[0].problem;
+  p.hidden = 96;  // a problem no other test plans for
+  TuningTable t;
+  t.path = "miss-once.csv";
+  PlanOptions o;
+  o.table = &t;
+  testing::internal::CaptureStderr();
+  make_plan(p, 3, cpu, o);
+  make_plan(p, 4, cpu, o);  // the same bucket: not said again
+  make_plan(p, 9, cpu, o);  // another bucket: said
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("bucket 4"), err.rfind("bucket 4")) << err;
+  EXPECT_NE(err.find("moekit: tuned table miss-once.csv: no row for this device, problem and bucket 4"), std::string::npos) << err;
+  EXPECT_NE(err.find("bucket 16"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace moekit
