@@ -105,8 +105,8 @@ class Pool {
  public:
   Pool(const TuneOptions& o, const DeviceTarget& device, Journal* journal, Progress* progress)
       : o_(o), device_(device), journal_(journal), progress_(progress) {
-    slots_ = 1;
-    if (device.backend == BackendKind::kCuda) slots_ = std::max<int>(1, static_cast<int>(query_system().devices.size()));
+    gpus_ = device.backend == BackendKind::kCuda ? static_cast<int>(query_system().devices.size()) : 0;
+    slots_ = o.jobs > 0 ? o.jobs : std::max(1, gpus_);
   }
 
   std::vector<WorkerResult> run(const std::vector<Job>& jobs) {
@@ -150,7 +150,7 @@ class Pool {
     if (!j.choice.knobs.empty()) argv.insert(argv.end(), {"--choice", j.choice.to_string()});
     if (!j.table.empty()) argv.insert(argv.end(), {"--table", j.table});
     std::vector<std::string> env;
-    if (slots_ > 1) env.push_back(fmt::format("CUDA_VISIBLE_DEVICES={}", slot));
+    if (gpus_ > 1) env.push_back(fmt::format("CUDA_VISIBLE_DEVICES={}", slot % gpus_));
     WorkerResult r;
     auto outcome = run_process(argv, env, o_.timeout_s);
     if (!outcome.ok()) {
@@ -176,6 +176,7 @@ class Pool {
   Journal* journal_;
   Progress* progress_;
   int slots_ = 1;
+  int gpus_ = 0;
 };
 
 std::string now_utc() {

@@ -61,6 +61,9 @@ struct TuneOptions {
   bool update_improved = false;
   double min_improvement = 0.03;
   bool progress = true;        // the progress bar on stderr
+  // Workers at a time: 0 = one per GPU with the CUDA backend (each sees its own GPU through
+  // CUDA_VISIBLE_DEVICES), one on the CPU (a second would share its cores and spoil the timings).
+  int jobs = 0;
 };
 
 struct ShapeReport {

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "moekit/runner.h"
 #include "tune/process.h"
@@ -130,6 +131,28 @@ TEST_F(TuneWorkers, ResumesFromTheJournal) {
   ASSERT_TRUE(fresh.ok());
   EXPECT_FALSE(fresh->front().tuned);
   EXPECT_EQ(fresh->front().failed, fresh->front().candidates);
+}
+
+TEST_F(TuneWorkers, SeveralWorkersAtATime) {
+  // As with several GPUs: workers run concurrently, results keep their candidates, the journal
+  // takes every line.
+  o_.jobs = 3;
+  TuneShape other = shape_;
+  other.tokens = 2;
+  auto r = tune_shapes({shape_, other}, o_);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  int lines = 0, candidates = 0;
+  for (const auto& rep : *r) {
+    EXPECT_TRUE(rep.tuned);
+    EXPECT_EQ(rep.failed, 0) << testing::PrintToString(rep.failures);
+    candidates += rep.candidates;
+  }
+  std::ifstream journal(o_.journal);
+  for (std::string line; std::getline(journal, line);) ++lines;
+  EXPECT_EQ(lines, candidates);
+  auto table = TuningTable::load(o_.output);
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(table->rows.size(), 2u);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct TuneCliOptions {
   std::string input, output, journal, run_config, min_improvement = "3%", backend = "auto";
   bool compare = false, update_improved = false, no_progress = false;
   double timeout_s = 120;
-  int iters = 5, warmup = 1, top = 3;
+  int iters = 5, warmup = 1, top = 3, jobs = 0;
   uint64_t seed = 1;
 };
 
@@ -152,7 +152,8 @@ int tune(const TuneCliOptions& c) {
   if (c.input.empty() && c.run_config.empty()) return fail(Status::InvalidArgument("give -i SHAPES.csv (and -o TUNED.csv), or --run-config TUNED.csv"));
   tune::TuneOptions o{.worker_program = self_path(), .output = c.output, .journal = c.journal.empty() ? c.output + ".journal" : c.journal,
                       .backend = *backend, .timeout_s = c.timeout_s, .iters = c.iters, .warmup = c.warmup, .top = c.top, .seed = c.seed,
-                      .update_improved = c.update_improved, .min_improvement = *min_imp, .progress = !c.no_progress};
+                      .update_improved = c.update_improved, .min_improvement = *min_imp, .progress = !c.no_progress,
+                      .jobs = c.jobs};
   auto shapes = c.input.empty() ? shapes_of_table(c.run_config) : read_shapes(c.input);
   if (!shapes.ok()) return fail(shapes.status());
   std::string table = c.run_config;
@@ -217,6 +218,7 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed of the random weights and inputs");
   cmd->add_option("--backend", o->backend, "auto, cpu, cuda");
   cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
+  cmd->add_option("--jobs", o->jobs, "workers at a time (default: one per GPU with the CUDA backend, one on the CPU)");
 
   auto w = std::make_shared<WorkerCliOptions>();
   CLI::App* wc = app.add_subcommand("tune-worker", "one candidate of `moekit tune` (internal)");
