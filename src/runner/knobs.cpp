@@ -65,7 +65,10 @@ Status check_choice(const PlanQuery& query, const DeviceTarget& device, const Ke
 ResolvedKnobs resolve_knobs(const PlanQuery& query, const DeviceTarget& device, const PlanOptions& options,
                             const std::vector<KnobSpec>& space, const Registry& registry) {
   ResolvedKnobs r;
-  for (const KnobSpec& k : space) r.settings[k.name] = {k.name, k.heuristic, "heuristic"};
+  for (const KnobSpec& k : space) {
+    r.settings[k.name] = {k.name, k.heuristic, "heuristic"};
+    r.heuristic[k.name] = k.heuristic;
+  }
   auto apply = [&](const KernelChoice& c, const std::string& source) {
     for (const auto& [name, value] : c.knobs) r.settings[name] = {name, value, source};
   };

@@ -12,6 +12,7 @@ namespace moekit {
 
 struct ResolvedKnobs {
   std::map<std::string, KnobSetting> settings;  // every knob of the space, by name
+  std::map<std::string, std::string> heuristic;  // the heuristic's value of each
   std::string tuning;                           // MoePlan::tuning
   Status refused;                               // the caller's choice failed check_choice
 };

@@ -20,11 +20,12 @@ struct Steerer {
   std::string who = "the caller";
 };
 
-// The caller's switch wins; otherwise the fusion knob's value when it does not come from the heuristic.
+// The caller's switch wins; otherwise the fusion knob's value where it differs from the heuristic's.
 Steerer steerer(const PlanOptions& options, const ResolvedKnobs& knobs, Fusion f) {
   if (options.fusions.get(f) != Switch::kAuto) return {options.fusions.get(f)};
-  auto it = knobs.settings.find(fusion_knob_name(f));
-  if (it == knobs.settings.end() || it->second.source == "heuristic") return {};
+  const std::string name = fusion_knob_name(f);
+  auto it = knobs.settings.find(name);
+  if (it == knobs.settings.end() || it->second.value == knobs.heuristic.at(name)) return {};
   const KnobSetting& k = it->second;
   const bool table = k.source.starts_with("tuned table");
   return {k.value == "on" ? Switch::kOn : Switch::kOff, table ? "tuned table" : "KernelChoice", table ? k.source : "the caller"};
