@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,20 @@ struct PlannedStep {
   StageFn run = nullptr;  // the implementation's entry point
 };
 
+// Values for tunable choices, by knob name: a backend's knobs (KnobSpec) and the generic fusion knobs
+// "fusion.routing_prologue", "fusion.gemm1_activation", "fusion.gemm2_finalize", "fusion.whole_layer"
+// ("on" or "off"). A knob left out takes the heuristic's value.
+struct KernelChoice {
+  std::map<std::string, std::string> knobs;
+
+  // "fusion.gemm2_finalize=on;gemm1.row_block=16" (sorted by name; "" when empty) and back.
+  std::string to_string() const;
+  static Result<KernelChoice> parse(std::string_view text);
+  bool operator==(const KernelChoice&) const = default;
+};
+
+class TuningTable;  // moekit/tuning.h
+
 struct MoePlan {
   MoeProblem problem;
   int64_t num_tokens = 0;
@@ -108,6 +123,8 @@ struct MoePlan {
   std::vector<std::string> declined;  // whole-layer implementations that declined: "name: why"
   std::vector<PlannedStep> steps;     // what runs, in order (one step when a whole layer runs)
   std::vector<std::string> notes;     // anything else a user should know (e.g. a missing kernel)
+  std::vector<KnobSetting> knobs;     // the backend's knobs, each with where its value came from
+  std::string tuning;                 // whether a tuned table row was used, or the heuristic and why
   bool runnable = false;
 
   const FusionDecision& fusion(Fusion f) const;
@@ -117,7 +134,19 @@ struct MoePlan {
 struct PlanOptions {
   FusionControls fusions;
   WeightTraits weights;  // what the weights provide (static scales, AWQ, biases)
+  KernelChoice choice;   // the caller's knob values; a fusion switch that is not kAuto wins over it
+  const TuningTable* table = nullptr;  // consulted when the caller gives no choice (docs/tune.md)
 };
+
+// Every tunable choice for (query, device): the fusion knobs (generic code, from the plan rules:
+// "off" is legal where the rule says on, "on" where it says off only for cost) and then the
+// backend's knobs (Registry::knob_space). The tuner enumerates candidates from this list.
+std::vector<KnobSpec> knob_space(const PlanQuery& query, const DeviceTarget& device, const Registry& registry = default_registry());
+
+// The one validity check shared by make_plan (a caller's or a table row's choice) and the tuner
+// (every candidate): each knob exists for (query, device) and its value is one of the legal ones.
+Status check_choice(const PlanQuery& query, const DeviceTarget& device, const KernelChoice& choice,
+                    const Registry& registry = default_registry());
 
 // The plan for `problem` with `num_tokens` tokens on `device`, resolved against `registry`. The
 // problem should already be valid (MoeRunner::create checks it); the plan itself never fails: a

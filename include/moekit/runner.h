@@ -25,6 +25,13 @@ namespace moekit {
 struct RunnerOptions {
   BackendChoice backend = BackendChoice::kAuto;
   FusionControls fusions{};
+  // Knob values for every plan (checked by check_choice; a refused choice makes the plan not
+  // runnable, saying why). Empty: the tuned table's row, else the heuristic.
+  KernelChoice choice{};
+  // A tuned table (moekit/tuning.h); null: the one MOEKIT_TUNING_TABLE names, if any (unless
+  // read_env_table is false).
+  std::shared_ptr<const TuningTable> tuning_table{};
+  bool read_env_table = true;
 };
 
 // Weights in the form the chosen backend wants, made once by MoeRunner::prepare_weights. The CPU
@@ -87,9 +94,17 @@ class MoeRunner {
   Status run(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
              std::span<std::byte> workspace, Stream stream = {}) const;
 
+  // Runs only step `step_index` of the plan (MoePlan::steps), on a workspace a full `run` with the
+  // same inputs filled before: how the tuner and the benchmark time each step on its own.
+  Status run_step(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                  std::span<std::byte> workspace, Stream stream, size_t step_index) const;
+
  private:
   MoeRunner() = default;
   const MoePlan& cached_plan(int64_t num_tokens, const WeightTraits& traits) const;
+  // Runs steps [first, end) of the plan (clamped to its step count), after validating the call.
+  Status run_steps(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                   std::span<std::byte> workspace, Stream stream, size_t first, size_t end) const;
 
   MoeProblem problem_;
   RunnerOptions options_;

@@ -66,6 +66,14 @@ struct StageBuffers {
   TensorView scratch;
 };
 
+// One tunable choice's setting in a plan: e.g. {"gemm1.tile", "m64n128k64", "heuristic"}. `source` is
+// "heuristic", "caller", or "tuned table <path> row <n> (bucket <b>)".
+struct KnobSetting {
+  std::string name;
+  std::string value;
+  std::string source;
+};
+
 // Everything a stage implementation sees.
 struct StageContext {
   const MoeProblem& problem;
@@ -74,7 +82,11 @@ struct StageContext {
   const MoeOutputs& outputs;
   const StageBuffers& buffers;
   Stream stream;
+  std::span<const KnobSetting> knobs = {};  // the plan's knob settings (MoePlan::knobs)
 };
+
+// The value of knob `name` in the context's plan, or `fallback` when the plan has no such knob.
+std::string_view knob_value(const StageContext& context, std::string_view name, std::string_view fallback);
 
 using StageFn = Status (*)(const StageContext&);
 
@@ -133,6 +145,22 @@ struct BackendHooks {
   bool operands_in_activation_dtype = false;  // gemm1_in and gemm2_in: the activation dtype, else rows_dtype
 };
 
+// A backend's tunable choice for one plan query (docs/tune.md): its legal values only (for this
+// problem, token count and device), the one the runtime heuristic picks, and the stage it affects
+// (the tuner searches stage by stage). E.g. {"gemm1.tile", {"m16n64k64", "m64n128k64"}, "m64n128k64",
+// Stage::kGemm1}. Names are "<stage>.<what>"; values are short words without ',', ';', '=' or spaces.
+struct KnobSpec {
+  std::string name;
+  std::vector<std::string> values;
+  std::string heuristic;
+  Stage stage = Stage::kGemm1;
+};
+
+struct DeviceTarget;
+// A backend's knob space: every tunable choice it has for (query, device). Called by make_plan (for
+// the heuristic values and to check a caller's or a table's choice) and by the tuner (candidates).
+using KnobSpaceFn = std::vector<KnobSpec> (*)(const PlanQuery& query, const DeviceTarget& device);
+
 class Registry {
  public:
   // Hooks of a backend (defaults until set).
@@ -149,6 +177,11 @@ class Registry {
   std::vector<const FusedLayerImpl*> fused_layers(InputFormat format, BackendKind backend) const;
   bool has_backend(BackendKind backend) const;
 
+  // The backend's knob space (at most one function per backend; a later call replaces it), or
+  // nullptr when the backend has no tunable choices.
+  void set_knob_space(BackendKind backend, KnobSpaceFn fn);
+  KnobSpaceFn knob_space(BackendKind backend) const;
+
   std::span<const StageImpl> stages() const { return stages_; }
   std::span<const FusedLayerImpl> fused() const { return fused_; }
 
@@ -156,6 +189,7 @@ class Registry {
   std::vector<StageImpl> stages_;
   std::vector<FusedLayerImpl> fused_;
   BackendHooks hooks_[2];
+  KnobSpaceFn knob_spaces_[2] = {nullptr, nullptr};  // by BackendKind
 };
 
 // The registry with every backend this build has (CPU always; CUDA when built).

@@ -10,13 +10,10 @@ namespace moekit::cpu {
 namespace {
 
 // Weight rows decoded together: each thread keeps kRowBlock rows transposed ([k][j]) and advances
-// kRowBlock dot products at once, vectorized across the rows, never along k.
-constexpr int64_t kRowBlock = 8;
-
-}  // namespace
-
-void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_t begin, int64_t end, const double* x, double* y) {
-  if (begin == end) return;
+// kRowBlock dot products at once, vectorized across the rows, never along k. Every dot product runs
+// over k in order whatever kRowBlock is, so the block size changes the speed, never a bit of y.
+template <int64_t kRowBlock>
+void expert_gemm_blocked(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_t begin, int64_t end, const double* x, double* y) {
   const int64_t N = g == Gemm::k1 ? p.gemm1_rows() : p.hidden;
   const int64_t K = g == Gemm::k1 ? p.hidden : p.intermediate;
   const TensorView& bias = g == Gemm::k1 ? w.w13_bias : w.w2_bias;
@@ -42,6 +39,18 @@ void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_
         for (int64_t j = 0; j < nb; ++j) y[r * N + n0 + j] = acc[j] + b[n0 + j];
       }
     }
+  }
+}
+
+}  // namespace
+
+void expert_gemm(const MoeProblem& p, const MoeWeights& w, Gemm g, int e, int64_t begin, int64_t end, const double* x, double* y,
+                 int row_block) {
+  if (begin == end) return;
+  switch (row_block) {
+    case 4: return expert_gemm_blocked<4>(p, w, g, e, begin, end, x, y);
+    case 16: return expert_gemm_blocked<16>(p, w, g, e, begin, end, x, y);
+    default: return expert_gemm_blocked<kDefaultRowBlock>(p, w, g, e, begin, end, x, y);
   }
 }
 

@@ -204,9 +204,16 @@ Status expand_stage(const StageContext& c) {
 }
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
+// The knob "gemm1.row_block" / "gemm2.row_block" (cpu_knob_space): weight rows per block.
+int row_block(const StageContext& c, Gemm g) {
+  const std::string_view v = knob_value(c, g == Gemm::k1 ? "gemm1.row_block" : "gemm2.row_block", "");
+  return v == "4" ? 4 : v == "16" ? 16 : kDefaultRowBlock;
+}
+
 Status gemm_stage(const StageContext& c, Gemm g, const TensorView& in, const TensorView& out) {
   const int64_t* off = ptr<const int64_t>(c.buffers.expert_offsets);
-  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c.problem, c.weights, g, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out));
+  const int rb = row_block(c, g);
+  for (int e = 0; e < local_experts(c); ++e) expert_gemm(c.problem, c.weights, g, e, off[e], off[e + 1], ptr<const double>(in), ptr<double>(out), rb);
   return Status::Ok();
 }
 
@@ -243,7 +250,8 @@ Status gemm1_activation_stage(const StageContext& c) {
   for (int e = 0; e < local_experts(c); ++e)
     for (int64_t b = off[e]; b < off[e + 1]; b += kRowBlock) {
       const int64_t end = std::min(off[e + 1], b + kRowBlock);
-      expert_gemm(c.problem, c.weights, Gemm::k1, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out));
+      expert_gemm(c.problem, c.weights, Gemm::k1, e, b, end, ptr<const double>(c.buffers.gemm1_in), ptr<double>(c.buffers.gemm1_out),
+                  row_block(c, Gemm::k1));
       activate_rows(c, b, end, std::span(experts).subspan(b, end - b));
     }
   return Status::Ok();
@@ -298,6 +306,7 @@ Status gemm2_finalize_stage(const StageContext& c) {
   double* y = ptr<double>(c.buffers.gemm2_out);
   const auto experts = row_experts(c);
   const int64_t work = routed_rows(c) * c.problem.hidden * c.problem.intermediate;
+  const int rb = row_block(c, Gemm::k2);
 #pragma omp parallel if (worth_parallel(work))
   {
     std::vector<double> acc(static_cast<size_t>(c.problem.hidden));
@@ -305,7 +314,7 @@ Status gemm2_finalize_stage(const StageContext& c) {
     for (int64_t o = 0; o < O; ++o) {
       // Each row has one destination, so only this iteration writes its gemm2_out rows.
       for (int64_t i = doff[o]; i < doff[o + 1]; ++i)
-        expert_gemm(c.problem, c.weights, Gemm::k2, experts[drows[i]], drows[i], drows[i] + 1, a, y);
+        expert_gemm(c.problem, c.weights, Gemm::k2, experts[drows[i]], drows[i], drows[i] + 1, a, y, rb);
       combine_row(c, o, acc);
     }
   }
@@ -348,10 +357,10 @@ Status token_major_layer(const StageContext& c) {
         if (p.apply_router_weight_on_input)
           for (int64_t i = 0; i < H; ++i) x[i] *= wgt;
         quantize_activations(p, c.weights, Gemm::k1, std::span(x, static_cast<size_t>(H)), H, ex);
-        expert_gemm(p, c.weights, Gemm::k1, local, 0, 1, x, h);
+        expert_gemm(p, c.weights, Gemm::k1, local, 0, 1, x, h, row_block(c, Gemm::k1));
         apply_activation(p.activation, p.gate_up_layout, std::span(h, static_cast<size_t>(N1)), std::span(a, static_cast<size_t>(I)));
         quantize_activations(p, c.weights, Gemm::k2, std::span(a, static_cast<size_t>(I)), I, ex);
-        expert_gemm(p, c.weights, Gemm::k2, local, 0, 1, a, y);
+        expert_gemm(p, c.weights, Gemm::k2, local, 0, 1, a, y, row_block(c, Gemm::k2));
         const double f = p.routing.routed_scaling_factor * (p.apply_router_weight_on_input ? 1.0 : wgt);
         for (int64_t i = 0; i < H; ++i) acc[i] += f * y[i];
       }
@@ -365,9 +374,18 @@ Status token_major_layer(const StageContext& c) {
   return Status::Ok();
 }
 
+// The CPU backend's knobs: the weight-row block of each GEMM (expert_gemm). Every value gives the
+// same bits; only the speed differs (how many rows share one pass over x, and the vector width).
+std::vector<KnobSpec> cpu_knob_space(const PlanQuery&, const DeviceTarget&) {
+  const std::vector<std::string> values = {"4", "8", "16"};
+  const std::string heuristic = std::to_string(kDefaultRowBlock);
+  return {{"gemm1.row_block", values, heuristic, Stage::kGemm1}, {"gemm2.row_block", values, heuristic, Stage::kGemm2}};
+}
+
 }  // namespace
 
 Status register_cpu_backend(Registry& r) {
+  r.set_knob_space(BackendKind::kCpu, cpu_knob_space);
   using F = InputFormat;
   const std::vector<F> all = {F::kStandard, F::kPreRouted, F::kMasked, F::kIndexed};
   const BackendKind cpu = BackendKind::kCpu;

@@ -6,17 +6,36 @@
 
 #include <fmt/format.h>
 
+#include "knobs.h"
 #include "plan_rules.h"
 
 namespace moekit {
 namespace {
 
+// Who steers a fusion away from its rule: the caller's FusionControls, or a knob's source (the caller's
+// KernelChoice or a tuned table row).
+struct Steerer {
+  Switch sw = Switch::kAuto;
+  std::string rule = "FusionControls";
+  std::string who = "the caller";
+};
 
-// Applies the caller's switch to a rule's decision.
-Decision steer(Decision d, Switch sw) {
-  if (sw == Switch::kOff && d.on) return {false, "FusionControls", "turned off by the caller", false};
-  if (sw == Switch::kOn && !d.on) {
-    if (d.forceable) return {true, "FusionControls", fmt::format("forced on by the caller ({} said: {})", d.rule, d.reason), false};
+// The caller's switch wins; otherwise the fusion knob's value where it differs from the heuristic's.
+Steerer steerer(const PlanOptions& options, const ResolvedKnobs& knobs, Fusion f) {
+  if (options.fusions.get(f) != Switch::kAuto) return {options.fusions.get(f)};
+  const std::string name = fusion_knob_name(f);
+  auto it = knobs.settings.find(name);
+  if (it == knobs.settings.end() || it->second.value == knobs.heuristic.at(name)) return {};
+  const KnobSetting& k = it->second;
+  const bool table = k.source.starts_with("tuned table");
+  return {k.value == "on" ? Switch::kOn : Switch::kOff, table ? "tuned table" : "KernelChoice", table ? k.source : "the caller"};
+}
+
+// Applies a switch to a rule's decision.
+Decision steer(Decision d, const Steerer& s) {
+  if (s.sw == Switch::kOff && d.on) return {false, s.rule, fmt::format("turned off by {}", s.who), false};
+  if (s.sw == Switch::kOn && !d.on) {
+    if (d.forceable) return {true, s.rule, fmt::format("forced on by {} ({} said: {})", s.who, d.rule, d.reason), false};
     d.reason += " (a request to force it on was refused: it would be wrong, not only slower)";
   }
   return d;
@@ -143,22 +162,31 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
     plan.backend = {false, "registry", fmt::format("this build has no {} backend (it registers no implementation)", backend_kind_name(device.backend))};
   plan.runnable = plan.backend.on;
 
+  const PlanQuery query{problem, num_tokens, options.weights};
+  const ResolvedKnobs knobs = resolve_knobs(query, device, options, knob_space(query, device, registry), registry);
+  plan.tuning = knobs.tuning;
+  if (!knobs.refused.ok()) {
+    plan.runnable = false;
+    plan.notes.push_back(fmt::format("the caller's knob choice is refused: {}", knobs.refused.message()));
+  }
+  for (const auto& [name, setting] : knobs.settings)
+    if (!name.starts_with("fusion.")) plan.knobs.push_back(setting);
+
   for (int s = 0; s < kNumStages; ++s) plan.stages.push_back({Stage(s), rules::stage_runs(in, Stage(s))});
-  plan.fusions.push_back({Fusion::kRoutingPrologue, steer(rules::routing_prologue_fusion(in), options.fusions.routing_prologue)});
-  plan.fusions.push_back({Fusion::kGemm1Activation, steer(rules::gemm1_activation_fusion(in), options.fusions.gemm1_activation)});
-  plan.fusions.push_back({Fusion::kGemm2Finalize, steer(rules::gemm2_finalize_fusion(in), options.fusions.gemm2_finalize)});
+  for (auto [f, rule] : {std::pair{Fusion::kRoutingPrologue, &rules::routing_prologue_fusion}, std::pair{Fusion::kGemm1Activation, &rules::gemm1_activation_fusion},
+                         std::pair{Fusion::kGemm2Finalize, &rules::gemm2_finalize_fusion}})
+    plan.fusions.push_back({f, steer(rule(in), steerer(options, knobs, f))});
 
   // A whole-layer implementation is tried first; each may decline (seed 000's fused function).
   Decision whole{false, "whole_layer", ""};
   const FusedLayerImpl* chosen = nullptr;
   const auto candidates = registry.fused_layers(problem.input_format, device.backend);
-  if (options.fusions.whole_layer == Switch::kOff) {
-    whole = {false, "FusionControls", "turned off by the caller"};
+  if (const Steerer off = steerer(options, knobs, Fusion::kWholeLayer); off.sw == Switch::kOff) {
+    whole = {false, off.rule, fmt::format("turned off by {}", off.who)};
   } else if (candidates.empty()) {
     whole.reason = fmt::format("the {} backend registers no whole-layer implementation for format={}", backend_kind_name(device.backend),
                                input_format_name(problem.input_format));
   } else {
-    const PlanQuery query{problem, num_tokens, options.weights};
     for (const FusedLayerImpl* impl : candidates) {
       if (auto why = impl->declines(query)) {
         plan.declined.push_back(fmt::format("{}: {}", impl->name, *why));

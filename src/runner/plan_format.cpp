@@ -67,6 +67,11 @@ std::string plan_to_text(const MoePlan& plan) {
   s += "\nsteps\n";
   int i = 0;
   for (const auto& step : plan.steps) s += fmt::format("  {}. {:<28} {}\n", ++i, step.kernel, stage_range(step.first, step.last));
+  if (!plan.knobs.empty()) {
+    s += "\nknobs\n";
+    for (const auto& k : plan.knobs) s += fmt::format("  {:<20} {:<12} {}\n", k.name, k.value, k.source);
+  }
+  s += fmt::format("\ntuning     {}\n", plan.tuning);
   if (!plan.notes.empty()) {
     s += "\nnotes\n";
     for (const auto& n : plan.notes) s += fmt::format("  - {}\n", n);
@@ -123,6 +128,9 @@ std::string plan_to_json(const MoePlan& plan) {
   auto& steps = j["steps"] = nlohmann::ordered_json::array();
   for (const auto& step : plan.steps)
     steps.push_back({{"kernel", step.kernel}, {"first", stage_name(step.first)}, {"last", stage_name(step.last)}});
+  auto& knobs = j["knobs"] = nlohmann::ordered_json::array();
+  for (const auto& k : plan.knobs) knobs.push_back({{"name", k.name}, {"value", k.value}, {"source", k.source}});
+  j["tuning"] = plan.tuning;
   j["notes"] = plan.notes;
   return j.dump(2) + "\n";
 }

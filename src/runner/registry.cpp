@@ -63,4 +63,14 @@ bool Registry::has_backend(BackendKind backend) const {
   return std::any_of(stages_.begin(), stages_.end(), [&](const StageImpl& s) { return s.backend == backend; });
 }
 
+void Registry::set_knob_space(BackendKind backend, KnobSpaceFn fn) { knob_spaces_[static_cast<int>(backend)] = fn; }
+
+KnobSpaceFn Registry::knob_space(BackendKind backend) const { return knob_spaces_[static_cast<int>(backend)]; }
+
+std::string_view knob_value(const StageContext& context, std::string_view name, std::string_view fallback) {
+  for (const KnobSetting& k : context.knobs)
+    if (k.name == name) return k.value;
+  return fallback;
+}
+
 }  // namespace moekit

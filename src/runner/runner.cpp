@@ -1,6 +1,8 @@
 // MoeRunner: validation, backend choice, workspace layout and the execution of a plan's steps.
 #include "moekit/runner.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -12,6 +14,7 @@
 #include "cuda/moe/cuda_backend.h"
 #endif
 #include "moekit/cpu_reference.h"
+#include "moekit/tuning.h"
 
 namespace moekit {
 
@@ -83,14 +86,19 @@ Result<MoeRunner> MoeRunner::create(const MoeProblem& problem, const RunnerOptio
   r.device_ = selection->device;
   r.device_decision_ = selection->decision;
   r.plans_ = std::make_unique<PlanCache>();
+  if (!r.options_.tuning_table && options.read_env_table) {
+    auto env = tuning_table_from_env();
+    if (!env.ok()) return env.status();
+    r.options_.tuning_table = *env;
+  }
   // A scheme the device cannot run is an error now, not at the first call; with backend=auto the CPU
   // backend takes it instead (saying why).
-  MoePlan probe = make_plan(problem, 1, r.device_, {options.fusions, {}});
+  MoePlan probe = make_plan(problem, 1, r.device_, {options.fusions, {}, {}, nullptr});
   if (!probe.backend.on && options.backend == BackendChoice::kAuto && r.device_.backend != BackendKind::kCpu) {
     r.device_decision_ = {true, "select_device",
                           fmt::format("backend=auto: {} cannot run this layer ({}), so the CPU backend runs", r.device_.name, probe.backend.reason)};
     r.device_ = DeviceTarget::host_cpu();
-    probe = make_plan(problem, 1, r.device_, {options.fusions, {}});
+    probe = make_plan(problem, 1, r.device_, {options.fusions, {}, {}, nullptr});
   }
   if (!probe.backend.on) return Status::Unsupported(fmt::format("{} [{}]", probe.backend.reason, probe.backend.rule));
   return r;
@@ -108,7 +116,7 @@ Result<PreparedWeights> MoeRunner::prepare_weights(const MoeWeights& weights) co
 }
 
 MoePlan MoeRunner::plan(int64_t num_tokens, const WeightTraits& weights) const {
-  return make_plan(problem_, num_tokens, device_, {options_.fusions, weights});
+  return make_plan(problem_, num_tokens, device_, {options_.fusions, weights, options_.choice, options_.tuning_table.get()});
 }
 
 const MoePlan& MoeRunner::cached_plan(int64_t num_tokens, const WeightTraits& t) const {
@@ -164,6 +172,11 @@ Result<size_t> MoeRunner::workspace_size(const MoeInputs& inputs) const {
 
 Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
                       std::span<std::byte> workspace, Stream stream) const {
+  return run_steps(weights, inputs, outputs, workspace, stream, 0, SIZE_MAX);
+}
+
+Status MoeRunner::run_steps(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                            std::span<std::byte> workspace, Stream stream, size_t first, size_t end) const {
   if (weights.backend() != device_.backend)
     return Status::InvalidArgument(fmt::format("weights: prepared for backend {}, but this runner uses {}", backend_kind_name(weights.backend()),
                                                backend_kind_name(device_.backend)));
@@ -219,8 +232,9 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
       if (sg.name == "scratch") b.scratch = TensorView(s, DType::kU8, {static_cast<int64_t>(sg.bytes)}, dev);
   }
 
-  const StageContext ctx{p, weights.weights(), inputs, outputs, b, stream};
-  for (const PlannedStep& step : plan.steps) MOEKIT_RETURN_IF_ERROR(step.run(ctx).with_context(step.kernel));
+  const StageContext ctx{p, weights.weights(), inputs, outputs, b, stream, plan.knobs};
+  for (size_t i = first; i < std::min(end, plan.steps.size()); ++i)
+    MOEKIT_RETURN_IF_ERROR(plan.steps[i].run(ctx).with_context(plan.steps[i].kernel));
   return Status::Ok();
 }
 
@@ -237,6 +251,11 @@ const Registry& default_registry() {
     return r;
   }();
   return registry;
+}
+
+Status MoeRunner::run_step(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                           std::span<std::byte> workspace, Stream stream, size_t step_index) const {
+  return run_steps(weights, inputs, outputs, workspace, stream, step_index, step_index + 1);
 }
 
 }  // namespace moekit

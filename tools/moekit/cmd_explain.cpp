@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "moekit/plan.h"
 #include "moekit/presets.h"
+#include "moekit/tuning.h"
 #include "problem_options.h"
 
 namespace moekit::cli {
@@ -19,6 +20,8 @@ struct ExplainOptions {
   bool list_presets = false;
   bool static_input_scales = false;
   bool awq = false;
+  std::string tuning_table;  // a tuned table to consult (default: MOEKIT_TUNING_TABLE)
+  std::string choice;        // knob values, "NAME=VALUE;..."
 };
 
 void print_presets() {
@@ -55,6 +58,12 @@ int explain(const ExplainOptions& o) {
   po.fusions = *fusions;
   po.weights.w13_input_scale = po.weights.w2_input_scale = o.static_input_scales;
   po.weights.w13_pre_quant_scale = po.weights.w2_pre_quant_scale = o.awq;
+  auto table = o.tuning_table.empty() ? tuning_table_from_env() : load_shared_table(o.tuning_table);
+  if (!table.ok()) return fail(table.status());
+  po.table = table->get();
+  auto choice = KernelChoice::parse(o.choice);
+  if (!choice.ok()) return fail(choice.status().with_context("--choice"));
+  po.choice = *choice;
   const MoePlan plan = make_plan(*problem, o.tokens, device, po);
   const std::string text = o.json ? plan_to_json(plan) : plan_to_text(plan);
   std::fputs(text.c_str(), stdout);
@@ -73,6 +82,8 @@ CommandAction add_explain_command(CLI::App& app) {
   cmd->add_flag("--static-input-scales", opts->static_input_scales, "the weights carry static activation scales");
   cmd->add_flag("--awq", opts->awq, "the weights carry AWQ pre-quant scales");
   cmd->add_flag("--list-presets", opts->list_presets, "list the model presets");
+  cmd->add_option("--tuning-table", opts->tuning_table, "a tuned table (moekit tune); default: the file MOEKIT_TUNING_TABLE names");
+  cmd->add_option("--choice", opts->choice, "knob values NAME=VALUE;... (see the plan's knobs), checked like a tuned row");
   return [cmd, opts]() { return cmd->parsed() ? explain(*opts) : -1; };
 }
 

@@ -19,6 +19,7 @@
 #include "moekit/runner.h"
 #include "moekit/tensor_file.h"
 #include "problem_options.h"
+#include "tune/output_check.h"
 
 namespace moekit::cli {
 namespace {
@@ -61,34 +62,6 @@ Checksum checksum(const TensorView& t) {
   }
   return c;
 }
-
-// The error of `got` against `want`, normalized by the largest |want| (so one number describes a
-// whole output whatever its scale). Untouched (Masked) rows are compared too: both hold the same
-// poison-free zeros we filled in.
-struct Error {
-  double max_abs = 0, max_ref = 0, normalized = 0;
-  int64_t mismatched = 0, non_finite = 0;
-  bool bitwise = true;
-};
-Error compare(const TensorView& got, const TensorView& want) {
-  Error e;
-  const int64_t bytes = got.storage_bytes();
-  e.bitwise = std::equal(static_cast<const uint8_t*>(got.data()), static_cast<const uint8_t*>(got.data()) + bytes,
-                         static_cast<const uint8_t*>(want.data()));
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const double g = load_element(got.data(), got.dtype(), i), w = load_element(want.data(), want.dtype(), i);
-    if (!std::isfinite(g)) ++e.non_finite;
-    e.max_ref = std::max(e.max_ref, std::abs(w));
-    const double d = std::abs(g - w);
-    if (d > 0) ++e.mismatched;
-    e.max_abs = std::max(e.max_abs, d);
-  }
-  e.normalized = e.max_ref > 0 ? e.max_abs / e.max_ref : e.max_abs;
-  return e;
-}
-
-// The largest normalized error --refcheck accepts: a few units of the output dtype's precision.
-double refcheck_tolerance(DType t) { return t == DType::kF32 ? 1e-5 : t == DType::kF16 ? 4 * 0x1p-11 : 4 * 0x1p-8; }
 
 // Rows routed to this rank's experts: what the GEMMs actually compute (for GFLOP/s).
 int64_t routed_rows(const MoeProblem& p, const RandomLayer& L, const TensorView& topk_ids) {
@@ -235,7 +208,7 @@ int run(const RunOptions& o) {
   const MoePlan plan = runner->plan(in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0),
                                     WeightTraits::of(weights));
 
-  std::optional<Error> err;
+  std::optional<tune::OutputError> err;
   if (o.refcheck) {
     auto ref = Tensor::empty(layer->out.dtype(), layer->out.shape());
     if (!ref.ok()) return fail(ref.status());
@@ -244,13 +217,13 @@ int run(const RunOptions& o) {
     ro.out = ref->view();
     const Status s = cpu::run_reference(p, weights, in, ro);
     if (!s.ok()) return fail(s.with_context("reference"));
-    err = compare(layer->out, ref->view());
+    err = tune::compare_outputs(layer->out, ref->view());
   }
   if (!o.output.empty()) {
     const Status s = write_tensor_file(o.output, layer->out.view());
     if (!s.ok()) return fail(s.with_context("--output"));
   }
-  const double tol = refcheck_tolerance(p.activation_dtype);
+  const double tol = tune::refcheck_tolerance(p.activation_dtype);
   const bool ref_ok = !err || (err->non_finite == 0 && err->normalized <= tol);
   std::string steps;
   for (const auto& st : plan.steps) steps += (steps.empty() ? "" : " -> ") + st.kernel;

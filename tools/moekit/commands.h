@@ -15,6 +15,8 @@ using CommandAction = std::function<int()>;
 CommandAction add_info_command(CLI::App& app);
 CommandAction add_explain_command(CLI::App& app);
 CommandAction add_run_command(CLI::App& app);
+// `moekit tune` and the hidden `moekit tune-worker`.
+CommandAction add_tune_command(CLI::App& app);
 
 // Prints "moekit: error: <status>" to stderr and returns the exit code for a failed command (1).
 int fail(const Status& status);

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   actions.push_back(add_run_command(app));
   actions.push_back(add_pending_command(app, "bench", "Benchmark MoE layers against the floor"));
   actions.push_back(add_bench_attention_command(app));  // `bench attention`, under the command above
-  actions.push_back(add_pending_command(app, "tune", "Tune kernel choices and write a dispatch table"));
+  actions.push_back(add_tune_command(app));
   actions.push_back(add_explain_command(app));
   actions.push_back(add_pending_command(app, "check", "Check a configuration against the CPU reference"));
 

@@ -1,0 +1,198 @@
+#include "tune/worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cuda/bench_timing.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/random_layer.h"
+#include "moekit/runner.h"
+#include "moekit/tuning.h"
+#include "tune/metrics.h"
+#include "tune/output_check.h"
+
+namespace moekit::tune {
+namespace {
+
+// Times `fn` warmup + iters times; returns the timed runs in microseconds. The CUDA backend is timed
+// with CUDA events (cuda::time_launches, L2 flushed before each run); the CPU with a steady clock.
+Result<std::vector<double>> time_runs(BackendKind backend, int warmup, int iters, const std::function<Status(Stream)>& fn) {
+  if (backend == BackendKind::kCuda)
+    return cuda::time_launches([&](void* s) { return fn(Stream{s}); }, warmup, iters, size_t{256} << 20);
+  std::vector<double> us;
+  for (int i = 0; i < warmup + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    MOEKIT_RETURN_IF_ERROR(fn(Stream{}));
+    const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) us.push_back(t);
+  }
+  return us;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+RoutingStats stats_of(const MoeProblem& p, const RandomLayer& L, const MoeInputs& in, const TensorView& ids, int64_t plan_tokens) {
+  switch (p.input_format) {
+    case InputFormat::kMasked: {
+      std::vector<int64_t> counts;
+      for (int64_t e = 0; e < L.masked_m.numel(); ++e) counts.push_back(L.masked_m.data_as<const int32_t>()[e]);
+      return routing_stats_from_counts(p, plan_tokens, plan_tokens, counts);
+    }
+    case InputFormat::kIndexed: {
+      std::vector<int64_t> counts;
+      const int64_t* off = L.expert_offsets.data_as<const int64_t>();
+      for (int64_t e = 0; e + 1 < L.expert_offsets.numel(); ++e) counts.push_back(off[e + 1] - off[e]);
+      return routing_stats_from_counts(p, plan_tokens, in.hidden.size(0), counts);
+    }
+    default:
+      return routing_stats(p, plan_tokens, std::span(ids.data_as<const int32_t>(), static_cast<size_t>(ids.numel())));
+  }
+}
+
+}  // namespace
+
+void apply_test_fault(const std::string& choice, bool* poison_output) {
+  const char* fault = std::getenv("MOEKIT_TUNE_TEST_FAULT");
+  if (fault == nullptr) return;
+  const std::string f(fault);
+  const size_t colon = f.find(':');
+  if (colon == std::string::npos || choice.find(f.substr(colon + 1)) == std::string::npos) return;
+  const std::string kind = f.substr(0, colon);
+  if (kind == "crash") std::raise(SIGSEGV);
+  if (kind == "hang")
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (kind == "nan") *poison_output = true;
+}
+
+// NOTE: the layer lives in host memory, as in `moekit run`. When the CUDA MoE backend lands, the
+// worker must hand it device copies of the weights, inputs and outputs (and copy the output back
+// before the comparison); the CPU backend needs none.
+Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
+  const MoeProblem& p = rq.problem;
+  RunnerOptions ro{.backend = rq.backend, .choice = rq.choice, .read_env_table = false};
+  if (!rq.table.empty()) {
+    auto t = load_shared_table(rq.table);
+    if (!t.ok()) return t.status();
+    ro.tuning_table = *t;
+  }
+  auto runner = MoeRunner::create(p, ro);
+  if (!runner.ok()) return runner.status();
+  auto layer = make_random_layer(p, {.num_tokens = rq.tokens, .seed = rq.seed});
+  if (!layer.ok()) return layer.status();
+  auto prepared = runner->prepare_weights(layer->weights);
+  if (!prepared.ok()) return prepared.status();
+  const MoeInputs in = layer->inputs();
+  auto ws_bytes = runner->workspace_size(in);
+  if (!ws_bytes.ok()) return ws_bytes.status();
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)});
+  if (!ws.ok()) return ws.status();
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
+  const int64_t plan_tokens = in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0);
+  const MoePlan plan = runner->plan(plan_tokens, WeightTraits::of(layer->weights));
+  if (!plan.runnable) return Status::Unsupported(fmt::format("not runnable: {}", fmt::join(plan.notes, "; ")));
+
+  MoeOutputs outputs = layer->outputs();
+  Tensor ids;
+  if (p.input_format == InputFormat::kStandard) {
+    auto t = Tensor::empty(DType::kI32, {in.hidden.size(0), int64_t{p.top_k}});
+    if (!t.ok()) return t.status();
+    ids = std::move(t).value();
+    outputs.topk_ids = ids.view();
+  }
+  WorkerResult r;
+  r.tuning = plan.tuning;
+  for (const auto& s : plan.steps) r.plan += (r.plan.empty() ? "" : " -> ") + s.kernel;
+
+  // Validation: both outputs poisoned, the candidate once, the reference once.
+  bool poison_after = false;
+  apply_test_fault(rq.choice.to_string(), &poison_after);
+  poison_nan(outputs.out);
+  if (Status s = runner->run(*prepared, in, outputs, workspace); !s.ok()) {
+    r.failure = fmt::format("run: {}", s.to_string());
+    return r;
+  }
+  if (poison_after) poison_nan(outputs.out);
+  auto ref = Tensor::empty(outputs.out.dtype(), outputs.out.shape());
+  if (!ref.ok()) return ref.status();
+  poison_nan(ref->view());
+  MoeOutputs ro_out;
+  ro_out.out = ref->view();
+  MOEKIT_RETURN_IF_ERROR(cpu::run_reference(p, layer->weights, in, ro_out).with_context("reference"));
+  const Acceptance acc = accept_output(p, compare_outputs(outputs.out, ref->view()));
+  r.metric = acc.metric;
+  r.error = acc.value;
+  if (!acc.passed) {
+    r.failure = fmt::format("validation: {}", acc.why);
+    return r;
+  }
+
+  // Timing: the whole layer, then each step alone on the workspace the last run filled.
+  const BackendKind backend = runner->device().backend;
+  auto times = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run(*prepared, in, outputs, workspace, s); });
+  if (!times.ok()) return times.status();
+  r.median_us = median(*times);
+  r.min_us = *std::min_element(times->begin(), times->end());
+  r.max_us = *std::max_element(times->begin(), times->end());
+  const RoutingStats stats = stats_of(p, *layer, in, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids, plan_tokens);
+  const Work total = step_work(p, Stage::kRoute, Stage::kFinalize, stats);
+  r.tflops = tflops(total, r.median_us);
+  r.gbps = gbps(total, r.median_us);
+  if (rq.per_step) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const PlannedStep& st = plan.steps[i];
+      auto t = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run_step(*prepared, in, outputs, workspace, s, i); });
+      if (!t.ok()) return t.status();
+      const Work w = step_work(p, st.first, st.last, stats);
+      const double us = median(*t);
+      const std::string range = st.first == st.last ? std::string(stage_name(st.first))
+                                                     : fmt::format("{}..{}", stage_name(st.first), stage_name(st.last));
+      r.steps.push_back({st.kernel, range, static_cast<int>(st.first), static_cast<int>(st.last), us, tflops(w, us), gbps(w, us)});
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+std::string to_json_line(const WorkerResult& r) {
+  nlohmann::ordered_json j{{"ok", r.ok},         {"failure", r.failure}, {"metric", r.metric}, {"error", r.error},
+                           {"median_us", r.median_us}, {"min_us", r.min_us}, {"max_us", r.max_us}, {"tflops", r.tflops},
+                           {"gbps", r.gbps},     {"tuning", r.tuning},   {"plan", r.plan}};
+  auto& steps = j["steps"] = nlohmann::ordered_json::array();
+  for (const auto& s : r.steps)
+    steps.push_back({{"kernel", s.kernel}, {"stages", s.stages}, {"first", s.first}, {"last", s.last}, {"us", s.us}, {"tflops", s.tflops}, {"gbps", s.gbps}});
+  return j.dump();
+}
+
+Result<WorkerResult> parse_worker_json(const std::string& line) {
+  try {
+    const auto j = nlohmann::json::parse(line);
+    WorkerResult r;
+    r.ok = j.at("ok");
+    r.failure = j.at("failure");
+    r.metric = j.at("metric");
+    r.error = j.at("error");
+    r.median_us = j.at("median_us");
+    r.min_us = j.at("min_us");
+    r.max_us = j.at("max_us");
+    r.tflops = j.at("tflops");
+    r.gbps = j.at("gbps");
+    r.tuning = j.at("tuning");
+    r.plan = j.at("plan");
+    for (const auto& s : j.at("steps"))
+      r.steps.push_back({s.at("kernel"), s.at("stages"), s.at("first"), s.at("last"), s.at("us"), s.at("tflops"), s.at("gbps")});
+    return r;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(fmt::format("worker output is not a result line ({}): {}", e.what(), line.substr(0, 200)));
+  }
+}
+
+}  // namespace moekit::tune

@@ -1,0 +1,93 @@
+// The validity filter: the knob space (fusion knobs from the rules, the backend's knobs from the
+// registry), check_choice, and the tuner's candidates, which must all pass the check the dispatcher
+// applies to a table row.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "moekit/plan.h"
+#include "moekit/presets.h"
+#include "tune/tuner.h"
+
+namespace moekit {
+namespace {
+
+const KnobSpec* find(const std::vector<KnobSpec>& space, std::string_view name) {
+  auto it = std::find_if(space.begin(), space.end(), [&](const KnobSpec& k) { return k.name == name; });
+  return it == space.end() ? nullptr : &*it;
+}
+
+MoeProblem qwen3() { return model_presets()[1].problem; }
+
+TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
+  const DeviceTarget cpu = *DeviceTarget::named("cpu");
+  const MoeProblem p = qwen3();
+  const auto space = knob_space({p, 32, {}}, cpu);
+  const KnobSpec* rb = find(space, "gemm1.row_block");
+  ASSERT_NE(rb, nullptr);
+  EXPECT_EQ(rb->values, (std::vector<std::string>{"4", "8", "16"}));
+  EXPECT_EQ(rb->heuristic, "8");
+  EXPECT_EQ(rb->stage, Stage::kGemm1);
+  ASSERT_NE(find(space, "gemm2.row_block"), nullptr);
+  // Fusion knobs: the rule's value first; "off" where it is on, "on" where it is off for cost.
+  const KnobSpec* g2 = find(space, "fusion.gemm2_finalize");
+  ASSERT_NE(g2, nullptr);
+  EXPECT_EQ(g2->heuristic, "off");
+  EXPECT_EQ(g2->values, (std::vector<std::string>{"off", "on"}));
+  EXPECT_EQ(find(space, "fusion.gemm1_activation")->values, (std::vector<std::string>{"on", "off"}));
+  // No whole-layer implementation accepts T=32: "on" is not legal.
+  EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
+  EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
+  // A named GPU architecture without the CUDA backend in this build: only the generic fusion knobs.
+  const auto gpu_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm90"));
+  for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.")) << k.name;
+}
+
+TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {
+  const DeviceTarget cpu = *DeviceTarget::named("cpu");
+  const MoeProblem p = qwen3();
+  const PlanQuery q{p, 32, {}};
+  EXPECT_TRUE(check_choice(q, cpu, {}).ok());
+  EXPECT_TRUE(check_choice(q, cpu, {{{"gemm1.row_block", "16"}, {"fusion.gemm2_finalize", "on"}}}).ok());
+  EXPECT_FALSE(check_choice(q, cpu, {{{"gemm1.row_block", "5"}}}).ok());
+  EXPECT_FALSE(check_choice(q, cpu, {{{"gemm3.tile", "m64"}}}).ok());
+  EXPECT_FALSE(check_choice(q, cpu, {{{"fusion.whole_layer", "on"}}}).ok());
+  // A fusion that would be wrong cannot be chosen: dynamic per-tensor fp8 keeps the activation apart.
+  MoeProblem fp8 = p;
+  fp8.quant = QuantScheme::kFp8PerTensor;
+  const Status s = check_choice({fp8, 32, {}}, cpu, {{{"fusion.gemm1_activation", "on"}}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("legal: off"), std::string::npos) << s.message();
+  // The plan refuses a caller's illegal choice, saying why, instead of running something else.
+  PlanOptions o;
+  o.choice = {{{"gemm1.row_block", "5"}}};
+  const MoePlan plan = make_plan(p, 32, cpu, o);
+  EXPECT_FALSE(plan.runnable);
+  ASSERT_FALSE(plan.notes.empty());
+  EXPECT_NE(plan.notes.back().find("gemm1.row_block=5 is not legal"), std::string::npos) << plan.notes.back();
+}
+
+TEST(Knobs, EveryTunerCandidatePassesTheCheck) {
+  const DeviceTarget cpu = *DeviceTarget::named("cpu");
+  for (const auto& preset : model_presets())
+    for (int64_t T : {1, 4, 64}) {
+      const PlanQuery q{preset.problem, T, {}};
+      const auto space = knob_space(q, cpu);
+      const auto cands = tune::stagewise_candidates(space);
+      int expected = 1;
+      for (const auto& k : space) expected += static_cast<int>(k.values.size()) - 1;
+      EXPECT_EQ(static_cast<int>(cands.size()), expected);
+      for (const auto& c : cands) EXPECT_TRUE(check_choice(q, cpu, c).ok()) << preset.name << " T=" << T << " " << c.to_string();
+    }
+}
+
+TEST(Knobs, ChoiceTextRoundTrips) {
+  KernelChoice c{{{"b.x", "1"}, {"a.y", "on"}}};
+  EXPECT_EQ(c.to_string(), "a.y=on;b.x=1");
+  EXPECT_EQ(*KernelChoice::parse(c.to_string()), c);
+  EXPECT_TRUE(KernelChoice::parse("")->knobs.empty());
+  EXPECT_FALSE(KernelChoice::parse("a.y").ok());
+}
+
+}  // namespace
+}  // namespace moekit

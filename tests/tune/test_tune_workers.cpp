@@ -1,0 +1,159 @@
+// Worker processes: a crash and a hang are recorded and tuning goes on; a candidate that fails
+// validation is never selected; a rerun resumes from the journal; an end-to-end tune on the CPU
+// backend writes a table the runtime then uses. Runs the real `moekit tune-worker` (MOEKIT_CLI_PATH).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "moekit/runner.h"
+#include "tune/process.h"
+#include "tune/tuner.h"
+
+namespace moekit::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(TuneProcess, CrashHangAndOutput) {
+  auto ok = run_process({"/bin/sh", "-c", "echo hi; echo err >&2; exit 3"}, {}, 10);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->exit_code, 3);
+  EXPECT_EQ(ok->out, "hi\n");
+  EXPECT_EQ(ok->err, "err\n");
+  auto crash = run_process({"/bin/sh", "-c", "kill -SEGV $$"}, {}, 10);
+  ASSERT_TRUE(crash.ok());
+  EXPECT_EQ(crash->signal, 11);
+  EXPECT_FALSE(crash->timed_out);
+  auto hang = run_process({"/bin/sh", "-c", "exec sleep 30"}, {}, 0.3);
+  ASSERT_TRUE(hang.ok());
+  EXPECT_TRUE(hang->timed_out);
+  EXPECT_LT(hang->seconds, 5);
+  auto env = run_process({"/bin/sh", "-c", "echo $MOEKIT_X"}, {"MOEKIT_X=7"}, 10);
+  EXPECT_EQ(env->out, "7\n");
+  EXPECT_FALSE(run_process({"/nonexistent/moekit"}, {}, 1).ok());
+}
+
+class TuneWorkers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("moekit_tune_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    o_.worker_program = MOEKIT_CLI_PATH;
+    o_.output = (dir_ / "tuned.csv").string();
+    o_.journal = (dir_ / "journal.jsonl").string();
+    o_.backend = BackendChoice::kCpu;
+    o_.iters = 2;
+    o_.warmup = 0;
+    o_.timeout_s = 20;
+    o_.progress = false;
+    shape_.problem = MoeProblem{.num_experts = 4, .top_k = 2, .hidden = 32, .intermediate = 16};
+    shape_.tokens = 6;
+  }
+  void TearDown() override {
+    ::unsetenv("MOEKIT_TUNE_TEST_FAULT");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  TuneOptions o_;
+  TuneShape shape_;
+};
+
+bool failed_with(const ShapeReport& r, const std::string& choice, const std::string& why) {
+  for (const auto& f : r.failures)
+    if (f.starts_with(choice) && f.find(why) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(TuneWorkers, EndToEndOnTheCpuWithACrashAHangAndANan) {
+  // Test-only faults: the worker crashes, hangs or poisons its output for these candidates.
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "crash:gemm1.row_block=4", 1);
+  o_.timeout_s = 20;
+  auto first = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const ShapeReport& r = first->front();
+  EXPECT_TRUE(r.tuned);
+  EXPECT_TRUE(failed_with(r, "gemm1.row_block=4 [stage]", "crash: signal 11")) << testing::PrintToString(r.failures);
+  EXPECT_NE(r.row.choice.knobs.at("gemm1.row_block"), "4");
+
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "hang:gemm2.row_block=16", 1);
+  o_.timeout_s = 3;
+  o_.journal = (dir_ / "journal2.jsonl").string();
+  auto second = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_TRUE(failed_with(second->front(), "gemm2.row_block=16 [stage]", "hang: killed after 3 s")) << testing::PrintToString(second->front().failures);
+  EXPECT_NE(second->front().row.choice.knobs.at("gemm2.row_block"), "16");
+
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "nan:fusion.gemm1_activation=off", 1);
+  o_.timeout_s = 20;
+  o_.journal = (dir_ / "journal3.jsonl").string();
+  auto third = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(failed_with(third->front(), "fusion.gemm1_activation=off [stage]", "validation: ")) << testing::PrintToString(third->front().failures);
+  EXPECT_EQ(third->front().row.choice.knobs.at("fusion.gemm1_activation"), "on");
+
+  // The table has the shape's row, with provenance; the runtime uses it.
+  auto table = TuningTable::load(o_.output);
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  ASSERT_EQ(table->rows.size(), 1u);
+  const TuningRow& row = table->rows[0];
+  EXPECT_EQ(row.bucket, 8);
+  EXPECT_EQ(row.metric, "rel_err");
+  EXPECT_EQ(row.error, 0);  // the CPU backend is bitwise the reference
+  EXPECT_GT(row.time_us, 0);
+  EXPECT_GT(row.heuristic_us, 0);
+  EXPECT_FALSE(row.date.empty());
+  auto shared = load_shared_table(o_.output);
+  auto runner = MoeRunner::create(shape_.problem, {.backend = BackendChoice::kCpu, .tuning_table = *shared});
+  ASSERT_TRUE(runner.ok());
+  const MoePlan plan = runner->plan(7, {});
+  EXPECT_NE(plan.tuning.find("row 3 (bucket 8)"), std::string::npos) << plan.tuning;
+}
+
+TEST_F(TuneWorkers, ResumesFromTheJournal) {
+  auto first = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->front().tuned);
+  // Every worker would now crash (an empty pattern matches every candidate): a rerun that resumes
+  // runs none of them and selects the same row from the journal.
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "crash:", 1);
+  auto again = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->front().failed, 0);
+  EXPECT_EQ(again->front().row.choice, first->front().row.choice);
+  EXPECT_EQ(again->front().row.time_us, first->front().row.time_us);
+  // Without the journal, the same rerun fails every candidate and writes no row.
+  o_.journal = (dir_ / "fresh.jsonl").string();
+  auto fresh = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->front().tuned);
+  EXPECT_EQ(fresh->front().failed, fresh->front().candidates);
+}
+
+TEST_F(TuneWorkers, SeveralWorkersAtATime) {
+  // As with several GPUs: workers run concurrently, results keep their candidates, the journal
+  // takes every line.
+  o_.jobs = 3;
+  TuneShape other = shape_;
+  other.tokens = 2;
+  auto r = tune_shapes({shape_, other}, o_);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  int lines = 0, candidates = 0;
+  for (const auto& rep : *r) {
+    EXPECT_TRUE(rep.tuned);
+    EXPECT_EQ(rep.failed, 0) << testing::PrintToString(rep.failures);
+    candidates += rep.candidates;
+  }
+  std::ifstream journal(o_.journal);
+  for (std::string line; std::getline(journal, line);) ++lines;
+  EXPECT_EQ(lines, candidates);
+  auto table = TuningTable::load(o_.output);
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(table->rows.size(), 2u);
+}
+
+}  // namespace
+}  // namespace moekit::tune
