@@ -11,6 +11,7 @@
 
 #include "cuda/bench_timing.h"
 #include "moekit/cpu_reference.h"
+#include "moekit/layer_copy.h"
 #include "moekit/random_layer.h"
 #include "moekit/runner.h"
 #include "moekit/tuning.h"
@@ -73,9 +74,8 @@ void apply_test_fault(const std::string& choice, bool* poison_output) {
   if (kind == "nan") *poison_output = true;
 }
 
-// NOTE: the layer lives in host memory, as in `moekit run`. When the CUDA MoE backend lands, the
-// worker must hand it device copies of the weights, inputs and outputs (and copy the output back
-// before the comparison); the CPU backend needs none.
+// The layer is made on the host (as in `moekit run`); the CUDA backend runs on device copies and
+// the output comes back for the comparison.
 Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   const MoeProblem& p = rq.problem;
   RunnerOptions ro{.backend = rq.backend, .choice = rq.choice, .read_env_table = false};
@@ -88,12 +88,19 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   if (!runner.ok()) return runner.status();
   auto layer = make_random_layer(p, {.num_tokens = rq.tokens, .seed = rq.seed});
   if (!layer.ok()) return layer.status();
-  auto prepared = runner->prepare_weights(layer->weights);
-  if (!prepared.ok()) return prepared.status();
   const MoeInputs in = layer->inputs();
-  auto ws_bytes = runner->workspace_size(in);
+  const Device dev = runner->device().backend == BackendKind::kCuda ? Device::cuda() : Device::cpu();
+  LayerCopy on_dev{layer->weights, in, {}, {}};
+  if (dev.is_cuda()) {
+    auto c = copy_layer(dev, layer->weights, in, {});
+    if (!c.ok()) return c.status();
+    on_dev = std::move(c).value();
+  }
+  auto prepared = runner->prepare_weights(on_dev.weights);
+  if (!prepared.ok()) return prepared.status();
+  auto ws_bytes = runner->workspace_size(on_dev.inputs);
   if (!ws_bytes.ok()) return ws_bytes.status();
-  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)});
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)}, dev);
   if (!ws.ok()) return ws.status();
   const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
   const int64_t plan_tokens = in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0);
@@ -108,6 +115,13 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
     ids = std::move(t).value();
     outputs.topk_ids = ids.view();
   }
+  MoeOutputs run_out = outputs;  // what the runner writes: device copies on the GPU
+  if (dev.is_cuda()) {
+    auto c = copy_layer(dev, {}, {}, outputs);
+    if (!c.ok()) return c.status();
+    run_out = c->outputs;
+    for (auto& t : c->storage) on_dev.storage.push_back(std::move(t));
+  }
   WorkerResult r;
   r.tuning = plan.tuning;
   for (const auto& s : plan.steps) r.plan += (r.plan.empty() ? "" : " -> ") + s.kernel;
@@ -116,8 +130,14 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   bool poison_after = false;
   apply_test_fault(rq.choice.to_string(), &poison_after);
   poison_nan(outputs.out);
-  if (Status s = runner->run(*prepared, in, outputs, workspace); !s.ok()) {
-    r.failure = fmt::format("run: {}", s.to_string());
+  if (dev.is_cuda()) MOEKIT_RETURN_IF_ERROR(copy_tensor(run_out.out, outputs.out));
+  Status ran = runner->run(*prepared, on_dev.inputs, run_out, workspace);
+  if (ran.ok() && dev.is_cuda()) {
+    ran = copy_tensor(outputs.out, run_out.out);
+    if (ran.ok() && ids.data() != nullptr) ran = copy_tensor(ids.view(), run_out.topk_ids);
+  }
+  if (!ran.ok()) {
+    r.failure = fmt::format("run: {}", ran.to_string());
     return r;
   }
   if (poison_after) poison_nan(outputs.out);
@@ -137,7 +157,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
 
   // Timing: the whole layer, then each step alone on the workspace the last run filled.
   const BackendKind backend = runner->device().backend;
-  auto times = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run(*prepared, in, outputs, workspace, s); });
+  auto times = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run(*prepared, on_dev.inputs, run_out, workspace, s); });
   if (!times.ok()) return times.status();
   r.median_us = median(*times);
   r.min_us = *std::min_element(times->begin(), times->end());
@@ -149,7 +169,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   if (rq.per_step) {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const PlannedStep& st = plan.steps[i];
-      auto t = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run_step(*prepared, in, outputs, workspace, s, i); });
+      auto t = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run_step(*prepared, on_dev.inputs, run_out, workspace, s, i); });
       if (!t.ok()) return t.status();
       const Work w = step_work(p, st.first, st.last, stats);
       const double us = median(*t);

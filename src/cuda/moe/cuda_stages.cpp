@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -193,11 +194,30 @@ Status expand_stage(const StageContext& c) {
 }
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
-// The tile for this call: expected rows per active expert = R_max over the experts they can reach.
-GemmTile tile_for(const StageContext& c) {
-  const int64_t R = max_rows(c);
-  const int64_t active = std::max<int64_t>(1, std::min(R, local_experts(c)));
-  return choose_gemm_tile(static_cast<double>(R) / static_cast<double>(active));
+// ---- knobs -----------------------------------------------------------------------------------------
+constexpr GemmTile kAllTiles[] = {GemmTile::kM16N64, GemmTile::kM32N128, GemmTile::kM64N128, GemmTile::kM128N128, GemmTile::kM128N256};
+
+// The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
+GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts) {
+  const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
+  return choose_gemm_tile(static_cast<double>(max_rows) / static_cast<double>(active));
+}
+
+std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget&) {
+  const auto& p = q.problem;
+  const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
+  const std::string heuristic = gemm_tile_name(heuristic_tile(rows, p.local_experts()));
+  std::vector<std::string> names;
+  for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
+  return {{"gemm1.tile", names, heuristic, Stage::kGemm1}, {"gemm2.tile", names, heuristic, Stage::kGemm2}};
+}
+
+// The plan's tile for this GEMM (its knob: the heuristic's, a table's or the caller's value).
+GemmTile tile_for(const StageContext& c, bool first) {
+  const std::string_view v = knob_value(c, first ? "gemm1.tile" : "gemm2.tile", "");
+  for (GemmTile t : kAllTiles)
+    if (v == gemm_tile_name(t)) return t;
+  return heuristic_tile(max_rows(c), local_experts(c));  // a step run without a plan's knobs
 }
 
 GemmArgs gemm_args(const StageContext& c, bool first) {
@@ -215,7 +235,7 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   a.max_rows = max_rows(c);
   a.n = first ? p.gemm1_rows() : p.hidden;
   a.k = first ? p.hidden : p.intermediate;
-  a.tile = tile_for(c);
+  a.tile = tile_for(c, first);
   a.activation = static_cast<int>(p.activation.kind);
   a.gated = activation_is_gated(p.activation.kind);
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
@@ -350,6 +370,7 @@ Status register_cuda_backend(Registry& r) {
                      .scratch_bytes = scratch_bytes,
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
+  r.set_knob_space(cuda, knob_space);
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.build_maps", cuda, Stage::kBuildMaps, Stage::kBuildMaps, all, build_maps_stage}));
