@@ -23,7 +23,7 @@ struct Sm90GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;
-  Elem d_type = Elem::kF32;   // kF32, or the same as `type`
+  Elem d_type = Elem::kF32;   // kF32; the same as `type` only if built with MOEKIT_SM90_GEMM_SAME_D=1
   const int64_t* expert_offsets = nullptr;
   int experts = 0;
   int64_t max_rows = 0;       // rows of A and D (the bound on offsets[experts])
@@ -41,6 +41,7 @@ size_t sm90_gemm_scratch_bytes(int experts, int64_t n, int64_t k, Elem type, int
 
 // Enqueues the per-group setup kernel and the CUTLASS kernel on `stream` (a cudaStream_t). No
 // synchronization, no allocation: capturable in a CUDA graph (the scratch must outlive the graph).
+// The scratch is written by every launch: launches that may overlap (other streams) need their own.
 Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream);
 
 }  // namespace moekit::cuda::moe
