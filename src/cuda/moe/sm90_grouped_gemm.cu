@@ -1,0 +1,303 @@
+// The sm_90a grouped GEMM: CUTLASS's ptr-array grouped GEMM (TMA + wgmma, warp-specialized
+// persistent cooperative kernel) with the per-group arrays filled on the device from the expert
+// offsets, so that the host never reads the routing. Compiled only with -gencode
+// arch=compute_90a,code=sm_90a (the wgmma and TMA instructions need the "a" feature set).
+//
+// What the host passes to CUTLASS (checked against CUTLASS 4.2.0's code):
+//  - GroupProblemShape{experts, device shapes, host shapes = nullptr}. Without host shapes the group
+//    tile scheduler launches sm_count CTAs (rounded to the cluster) and walks the groups on the
+//    device (PersistentTileSchedulerSm90Group::get_tiled_cta_shape_mnl); a group with M = 0 has zero
+//    tiles and is skipped by the scheduler's prefix sum. can_implement then checks only the mode, the
+//    rank and beta == 0 (the per-group alignment checks need host shapes; launch() checks n, k and
+//    the pointers' alignment itself: all groups share n, k and the strides).
+//  - Workspace: the per-SM TMA descriptors of the mainloop (A, B) and epilogue (D); its size depends
+//    on sm_count only. initialize() does no stream work for this kernel (the group scheduler, the
+//    mainloop and the LinearCombination fusion have empty initialize_workspace), builds the Params on
+//    the host (cuTensorMapEncodeTiled through the driver entry point, a host call) and sets the
+//    kernel's dynamic shared memory attribute (not a stream operation). run() is one
+//    cudaLaunchKernelExC with the cluster attribute. So the pair is graph-capturable.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/group_array_problem_shape.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+#include "cuda/cuda_check.h"
+#include "cuda/moe/sm90_grouped_gemm.h"
+
+#if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
+#error "the sm_90a grouped GEMM needs CUDA >= 12.3 (CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)"
+#endif
+
+namespace moekit::cuda::moe {
+namespace {
+
+using namespace cute;
+
+using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;  // <M, N, K> per group
+using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
+
+// One configuration: the cooperative (two consumer warpgroups on one 128-row tile) persistent
+// kernel, the tile PyTorch's grouped_mm and the CUTLASS profiler use for 16-bit inputs at large M,
+// and a 2x1 cluster (B tiles multicast to the two CTAs that share an N tile).
+using TileShape = Shape<_128, _256, _64>;
+using ClusterShape = Shape<_2, _1, _1>;
+using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
+using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+
+template <typename ElementAB, typename ElementD>
+struct Sm90Config {
+  using LayoutA = cutlass::layout::RowMajor;     // A: M x K, K contiguous
+  using LayoutB = cutlass::layout::ColumnMajor;  // B: K x N, K contiguous (our [N, K] row-major)
+  using LayoutD = cutlass::layout::RowMajor;     // D: M x N, N contiguous
+  static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;  // 16 bytes
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
+  using ElementAccumulator = float;
+
+  // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
+      void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
+
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
+      kAlignAB, ElementAccumulator, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+
+  using StrideA = typename GemmKernel::InternalStrideA;
+  using StrideB = typename GemmKernel::InternalStrideB;
+  using StrideC = typename GemmKernel::InternalStrideC;
+  using StrideD = typename GemmKernel::InternalStrideD;
+};
+
+constexpr size_t kAlign = 256;
+constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Where each per-group array lies in the scratch. The strides are all 8 bytes (one int64 dynamic
+// mode, the rest static), whatever the element type; the static_asserts below check it.
+struct ScratchLayout {
+  size_t shapes = 0, ptr_a = 0, ptr_b = 0, ptr_d = 0, stride_a = 0, stride_b = 0, stride_d = 0, workspace = 0;
+  size_t end_of_arrays = 0;
+  explicit ScratchLayout(int experts) {
+    const size_t e = static_cast<size_t>(experts);
+    size_t off = 0;
+    auto take = [&](size_t bytes) {
+      const size_t at = off;
+      off = align_up(off + bytes);
+      return at;
+    };
+    shapes = take(e * sizeof(UnderlyingShape));
+    ptr_a = take(e * sizeof(void*));
+    ptr_b = take(e * sizeof(void*));
+    ptr_d = take(e * sizeof(void*));
+    stride_a = take(e * sizeof(int64_t));
+    stride_b = take(e * sizeof(int64_t));
+    stride_d = take(e * sizeof(int64_t));
+    workspace = off;
+    end_of_arrays = off;
+  }
+};
+
+// Fills group e's problem shape, pointers and strides from the expert offsets (one thread a group).
+template <class Cfg, typename ElementAB, typename ElementD>
+__global__ void sm90_setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k,
+                                         const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
+                                         const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
+                                         typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
+                                         typename Cfg::StrideD* stride_d) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= experts) return;
+  // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
+  const int64_t begin = min(max(offsets[e], int64_t{0}), max_rows);
+  const int64_t end = min(max(offsets[e + 1], begin), max_rows);
+  shapes[e] = UnderlyingShape{static_cast<int>(end - begin), n, k};
+  ptr_a[e] = a + begin * k;
+  ptr_b[e] = b + static_cast<int64_t>(e) * n * k;
+  ptr_d[e] = d + begin * n;
+  typename Cfg::StrideA sa{};
+  get<0>(sa) = k;  // (M, K, L): row stride K
+  typename Cfg::StrideB sb{};
+  get<0>(sb) = k;  // (N, K, L): row stride K
+  typename Cfg::StrideD sd{};
+  get<0>(sd) = n;  // (M, N, L): row stride N
+  stride_a[e] = sa;
+  stride_b[e] = sb;
+  stride_d[e] = sd;
+}
+
+template <class Cfg>
+typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shapes, void* ptr_a, void* stride_a,
+                                             void* ptr_b, void* stride_b, void* ptr_d, void* stride_d,
+                                             int sm_count) {
+  using Gemm = typename Cfg::Gemm;
+  using ElementAB = typename Gemm::ElementA;
+  using ElementD = typename Gemm::GemmKernel::ElementD;
+  cutlass::KernelHardwareInfo hw_info;
+  hw_info.device_id = 0;  // only read when sm_count <= 0, which launch() refuses
+  hw_info.sm_count = sm_count;
+
+  typename Gemm::Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+  args.problem_shape = ProblemShape{experts, shapes, nullptr};
+  args.mainloop.ptr_A = static_cast<const ElementAB**>(ptr_a);
+  args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
+  args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
+  args.mainloop.dB = static_cast<typename Cfg::StrideB*>(stride_b);
+  auto& fusion = args.epilogue.thread;
+  fusion.alpha = 1.0f;
+  fusion.beta = 0.0f;
+  fusion.alpha_ptr = nullptr;
+  fusion.beta_ptr = nullptr;
+  args.epilogue.ptr_C = nullptr;
+  // C is void: its stride is never read, but give it a valid array of the right shape anyway.
+  if constexpr (std::is_same_v<typename Cfg::StrideC, typename Cfg::StrideD>)
+    args.epilogue.dC = static_cast<typename Cfg::StrideC*>(stride_d);
+  else
+    args.epilogue.dC = nullptr;
+  args.epilogue.ptr_D = static_cast<ElementD**>(ptr_d);
+  args.epilogue.dD = static_cast<typename Cfg::StrideD*>(stride_d);
+  args.hw_info = hw_info;
+  return args;
+}
+
+template <class Cfg>
+size_t workspace_bytes(int experts, int sm_count) {
+  // get_workspace_size reads only hw_info.sm_count (the problem shapes' values are never read: the
+  // descriptors are per SM, and the group scheduler needs none).
+  auto args = make_arguments<Cfg>(experts, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, sm_count);
+  return Cfg::Gemm::get_workspace_size(args);
+}
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::kF32: return "f32";
+    case Elem::kF16: return "f16";
+    case Elem::kBF16: return "bf16";
+  }
+  return "?";
+}
+
+const char* cutlass_status_name(cutlass::Status s) { return cutlassGetStatusString(s); }
+
+template <typename ElementAB, typename ElementD>
+Status launch_typed(const Sm90GemmArgs& a, void* stream) {
+  using Cfg = Sm90Config<ElementAB, ElementD>;
+  using Gemm = typename Cfg::Gemm;
+  static_assert(sizeof(typename Cfg::StrideA) == sizeof(int64_t));
+  static_assert(sizeof(typename Cfg::StrideB) == sizeof(int64_t));
+  static_assert(sizeof(typename Cfg::StrideD) == sizeof(int64_t));
+
+  const ScratchLayout lay(a.experts);
+  char* base = static_cast<char*>(a.scratch);
+  const size_t ws = workspace_bytes<Cfg>(a.experts, a.sm_count);
+  if (a.scratch_bytes < lay.end_of_arrays + ws)
+    return Status::InvalidArgument("sm90 grouped GEMM: scratch holds " + std::to_string(a.scratch_bytes) +
+                                   " bytes, needs " + std::to_string(lay.end_of_arrays + ws));
+
+  auto* shapes = reinterpret_cast<UnderlyingShape*>(base + lay.shapes);
+  void* ptr_a = base + lay.ptr_a;
+  void* ptr_b = base + lay.ptr_b;
+  void* ptr_d = base + lay.ptr_d;
+  void* stride_a = base + lay.stride_a;
+  void* stride_b = base + lay.stride_b;
+  void* stride_d = base + lay.stride_d;
+  void* workspace = base + lay.workspace;
+
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  constexpr int kThreads = 128;
+  const int blocks = (a.experts + kThreads - 1) / kThreads;
+  sm90_setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
+      a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k),
+      static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
+      static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
+      static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
+      static_cast<typename Cfg::StrideD*>(stride_d));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count);
+  Gemm gemm;
+  cutlass::Status st = gemm.can_implement(args);
+  if (st != cutlass::Status::kSuccess)
+    return Status::Unsupported(std::string("sm90 grouped GEMM: CUTLASS can_implement: ") + cutlass_status_name(st));
+  st = gemm.initialize(args, workspace, s);
+  if (st != cutlass::Status::kSuccess)
+    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS initialize: ") + cutlass_status_name(st));
+  st = gemm.run(s);
+  if (st != cutlass::Status::kSuccess) {
+    const cudaError_t err = cudaGetLastError();
+    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS run: ") + cutlass_status_name(st) + " (" +
+                             cudaGetErrorString(err) + ")");
+  }
+  return Status::Ok();
+}
+
+template <typename ElementAB>
+Status launch_d(const Sm90GemmArgs& a, void* stream) {
+  if (a.d_type == Elem::kF32) return launch_typed<ElementAB, float>(a, stream);
+#if MOEKIT_SM90_GEMM_SAME_D
+  if (a.d_type == a.type) return launch_typed<ElementAB, ElementAB>(a, stream);
+#endif
+  return Status::Unsupported(std::string("sm90 grouped GEMM: output type ") + elem_name(a.d_type) + " for " +
+                             elem_name(a.type) + " inputs (f32 only)");
+}
+
+}  // namespace
+
+size_t sm90_gemm_scratch_bytes(int experts, int64_t /*n*/, int64_t /*k*/, Elem /*type*/, int sm_count) {
+  if (experts <= 0 || sm_count <= 0) return 0;
+  // The workspace is per SM and the same for every instantiation (two mainloop descriptors and one
+  // per epilogue warpgroup store, no fusion workspace); take the largest to be safe.
+  size_t ws = workspace_bytes<Sm90Config<cutlass::bfloat16_t, float>>(experts, sm_count);
+  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::half_t, float>>(experts, sm_count));
+#if MOEKIT_SM90_GEMM_SAME_D
+  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t>>(experts, sm_count));
+  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t>>(experts, sm_count));
+#endif
+  return ScratchLayout(experts).end_of_arrays + align_up(ws);
+}
+
+Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
+  if (a.experts <= 0) return Status::InvalidArgument("sm90 grouped GEMM: experts must be positive");
+  if (a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: n and k must be positive multiples of 8 (n=" +
+                                   std::to_string(a.n) + ", k=" + std::to_string(a.k) + ")");
+  if (a.n > INT32_MAX || a.k > INT32_MAX || a.max_rows < 0 || a.max_rows > INT32_MAX)
+    return Status::Unsupported("sm90 grouped GEMM: n, k and max_rows must fit in int32");
+  if (a.sm_count <= 0) return Status::InvalidArgument("sm90 grouped GEMM: sm_count must be positive");
+  if (a.expert_offsets == nullptr || a.scratch == nullptr)
+    return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
+  if (reinterpret_cast<uintptr_t>(a.scratch) % kAlign != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: scratch must be 256-byte aligned");
+  // TMA: every group's base address must be 16-byte aligned; with n, k % 8 == 0 that holds for every
+  // row offset once the bases are.
+  if (reinterpret_cast<uintptr_t>(a.a) % 16 != 0 || reinterpret_cast<uintptr_t>(a.b) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(a.d) % 16 != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: A, B and D must be 16-byte aligned");
+  if (a.max_rows == 0) return Status::Ok();
+  switch (a.type) {
+    case Elem::kBF16: return launch_d<cutlass::bfloat16_t>(a, stream);
+    case Elem::kF16: return launch_d<cutlass::half_t>(a, stream);
+    case Elem::kF32: break;
+  }
+  return Status::Unsupported(std::string("sm90 grouped GEMM: input type ") + elem_name(a.type) + " (bf16 or f16 only)");
+}
+
+}  // namespace moekit::cuda::moe

@@ -1,0 +1,47 @@
+// The sm_90a grouped GEMM (CUTLASS 4.x collectives: TMA loads, wgmma, warp-specialized persistent
+// cooperative kernel, ptr-array grouped problem shapes) for the prefill expert GEMMs. Plain C++: no
+// CUDA or CUTLASS headers, so the stage code can call it. Built only when MOEKIT_CUDA_ARCHS holds 90a
+// (then MOEKIT_HAS_SM90_GEMM=1 is defined for moekit_cuda's users); runs only on compute capability
+// 9.0 (Hopper).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/moe/moe_launch.h"
+#include "moekit/status.h"
+
+namespace moekit::cuda::moe {
+
+// D[rows of expert e, :] = A[rows, :] . B[e]^T for every local expert e, the rows given by the device
+// array expert_offsets (int64, [experts + 1], offsets[0] = 0, non-decreasing, offsets[experts] <=
+// max_rows). A [max_rows, k] row-major; B [experts, n, k] row-major (each expert's weight is n x k,
+// k contiguous: a "TN" GEMM); D [max_rows, n] row-major. Rows of D past offsets[experts] are not
+// written. Experts with zero rows are skipped.
+struct Sm90GemmArgs {
+  Elem type = Elem::kBF16;    // A and B: kBF16 or kF16
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  Elem d_type = Elem::kF32;   // kF32; the same as `type` only if built with MOEKIT_SM90_GEMM_SAME_D=1
+  const int64_t* expert_offsets = nullptr;
+  int experts = 0;
+  int64_t max_rows = 0;       // rows of A and D (the bound on offsets[experts])
+  int64_t n = 0;              // % 8 == 0
+  int64_t k = 0;              // % 8 == 0
+  void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
+  size_t scratch_bytes = 0;
+  int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)
+};
+
+// Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, plus
+// CUTLASS's workspace (the per-SM TMA descriptors). The same for every d_type; depends on experts
+// and sm_count only (n, k and type are taken for future tile choices).
+size_t sm90_gemm_scratch_bytes(int experts, int64_t n, int64_t k, Elem type, int sm_count);
+
+// Enqueues the per-group setup kernel and the CUTLASS kernel on `stream` (a cudaStream_t). No
+// synchronization, no allocation: capturable in a CUDA graph (the scratch must outlive the graph).
+// The scratch is written by every launch: launches that may overlap (other streams) need their own.
+Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream);
+
+}  // namespace moekit::cuda::moe

@@ -1,0 +1,290 @@
+// The sm_90a grouped GEMM (src/cuda/moe/sm90_grouped_gemm.h) against a float64 host GEMM: random
+// 16-bit A and B, random per-expert row counts with empty experts, N and K multiples of 8 but not of
+// the tile, D poisoned with NaN before each run (the rows past the routed count must keep the poison
+// bit for bit), and a CUDA-graph capture replayed after the expert offsets change on the device.
+// Runs only on compute capability 9.x; skips elsewhere.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/moe/sm90_grouped_gemm.h"
+#include "gpu_test_util.h"
+#include "moekit/float_formats.h"
+
+namespace moekit {
+namespace {
+
+using cuda::moe::Elem;
+using cuda::moe::Sm90GemmArgs;
+
+#define MOEKIT_REQUIRE_SM90()                                                                       \
+  do {                                                                                              \
+    MOEKIT_REQUIRE_GPU();                                                                           \
+    int moekit_major_ = 0;                                                                          \
+    MOEKIT_ASSERT_CUDA(cudaDeviceGetAttribute(&moekit_major_, cudaDevAttrComputeCapabilityMajor, 0)); \
+    if (moekit_major_ != 9) GTEST_SKIP() << "the sm_90a kernel needs compute capability 9.x, not " << moekit_major_; \
+  } while (0)
+
+// A device buffer freed at scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    if (n > 0 && cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+// 16-bit code -> double, by table.
+struct Decoder {
+  std::vector<double> table;
+  explicit Decoder(Elem t) : table(65536) {
+    for (uint32_t c = 0; c < 65536; ++c)
+      table[c] = t == Elem::kBF16 ? decode_bf16(static_cast<uint16_t>(c)) : decode_f16(static_cast<uint16_t>(c));
+  }
+  double operator()(uint16_t c) const { return table[c]; }
+};
+
+std::vector<uint16_t> random_codes(size_t n, Elem t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = t == Elem::kBF16 ? encode_bf16(u(rng)) : encode_f16(u(rng));
+  return v;
+}
+
+// Expert offsets for `rows` rows over `experts` experts; every third expert (and, with more than one
+// expert, expert 0) gets no rows.
+std::vector<int64_t> random_offsets(int experts, int64_t rows, std::mt19937_64& rng) {
+  std::vector<int> allowed;
+  for (int e = 0; e < experts; ++e)
+    if (experts == 1 || (e != 0 && e % 3 != 2)) allowed.push_back(e);
+  std::vector<int64_t> counts(experts, 0);
+  std::uniform_int_distribution<size_t> pick(0, allowed.size() - 1);
+  for (int64_t r = 0; r < rows; ++r) ++counts[allowed[pick(rng)]];
+  std::vector<int64_t> off(experts + 1, 0);
+  for (int e = 0; e < experts; ++e) off[e + 1] = off[e] + counts[e];
+  return off;
+}
+
+// D_ref[r, :] = A[r, :] . B[e]^T in float64 for the routed rows.
+std::vector<double> reference(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                              const std::vector<int64_t>& off, int64_t n, int64_t k, const Decoder& dec) {
+  const int experts = static_cast<int>(off.size()) - 1;
+  const int64_t rows = off[experts];
+  std::vector<double> d(static_cast<size_t>(rows * n), 0.0);
+  std::vector<int> row_expert(static_cast<size_t>(rows));
+  for (int e = 0; e < experts; ++e)
+    for (int64_t r = off[e]; r < off[e + 1]; ++r) row_expert[r] = e;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> ar(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) ar[i] = dec(a[r * k + i]);
+    const uint16_t* be = b.data() + static_cast<int64_t>(row_expert[r]) * n * k;
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      const uint16_t* bj = be + j * k;
+      for (int64_t i = 0; i < k; ++i) s += ar[i] * dec(bj[i]);
+      d[r * n + j] = s;
+    }
+  }
+  return d;
+}
+
+// Relative L2 error of the routed rows; counts rows past the routed count that lost the poison.
+void check_output(const std::vector<float>& got, const std::vector<double>& ref, int64_t routed, int64_t max_rows,
+                  int64_t n, const std::string& what) {
+  double num = 0, den = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < routed * n; ++i) {
+    if (!std::isfinite(got[i])) ++nonfinite;
+    const double diff = static_cast<double>(got[i]) - ref[i];
+    num += diff * diff;
+    den += ref[i] * ref[i];
+  }
+  EXPECT_EQ(nonfinite, 0) << what;
+  if (routed > 0) {
+    const double err = std::sqrt(num / std::max(den, 1e-300));
+    EXPECT_LT(err, 1e-5) << what << ": relative L2 error " << err;
+  }
+  int64_t touched = 0;
+  for (int64_t i = routed * n; i < max_rows * n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &got[i], 4);
+    if (bits != 0x7FC00000u) ++touched;
+  }
+  EXPECT_EQ(touched, 0) << what << ": elements past the routed rows were written";
+}
+
+int sm_count() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  return sms;
+}
+
+void fill_nan(void* d, size_t floats, cudaStream_t s) {
+  // 0x7FC00000 is a quiet NaN; cudaMemsetAsync sets bytes, so write it with a host copy instead.
+  std::vector<float> nan(floats);
+  const uint32_t bits = 0x7FC00000u;
+  for (auto& x : nan) std::memcpy(&x, &bits, 4);
+  ASSERT_EQ(cudaMemcpyAsync(d, nan.data(), floats * 4, cudaMemcpyHostToDevice, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+}
+
+struct Case {
+  Elem type;
+  int experts;
+  int64_t rows;  // routed rows
+  int64_t n, k;
+};
+
+void run_case(const Case& c) {
+  const std::string what = std::string(c.type == Elem::kBF16 ? "bf16" : "f16") + " E=" + std::to_string(c.experts) +
+                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
+  SCOPED_TRACE(what);
+  std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
+  const int64_t max_rows = c.rows + 5;  // a few rows past the routed ones, which must stay untouched
+  const auto a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
+  const auto b = random_codes(static_cast<size_t>(c.experts * c.n * c.k), c.type, rng);
+  const auto off = random_offsets(c.experts, c.rows, rng);
+  const Decoder dec(c.type);
+  const auto ref = reference(a, b, off, c.n, c.k, dec);
+
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
+  ASSERT_GT(scratch_bytes, 0u);
+  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * c.n) * 4),
+      doff(off.size() * 8), scratch(scratch_bytes);
+  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p);
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes, cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+
+  Sm90GemmArgs args;
+  args.type = c.type;
+  args.a = da.p;
+  args.b = db.p;
+  args.d = dd.p;
+  args.d_type = Elem::kF32;
+  args.expert_offsets = static_cast<const int64_t*>(doff.p);
+  args.experts = c.experts;
+  args.max_rows = max_rows;
+  args.n = c.n;
+  args.k = c.k;
+  args.scratch = scratch.p;
+  args.scratch_bytes = scratch_bytes;
+  args.sm_count = sms;
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+  std::vector<float> got(static_cast<size_t>(max_rows * c.n));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
+  check_output(got, ref, c.rows, max_rows, c.n, what);
+  MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST(Sm90GroupedGemm, Bf16LargeShapes) {
+  MOEKIT_REQUIRE_SM90();
+  for (int experts : {1, 8, 64})
+    for (int64_t rows : {0, 1, 77, 1000}) {
+      // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
+      const int64_t n = experts == 64 ? 360 : 2880, k = experts == 64 ? 712 : 1408;
+      run_case({Elem::kBF16, experts, rows, n, k});
+    }
+}
+
+TEST(Sm90GroupedGemm, F16) {
+  MOEKIT_REQUIRE_SM90();
+  run_case({Elem::kF16, 8, 77, 2880, 1408});
+  run_case({Elem::kF16, 64, 1000, 360, 712});
+}
+
+TEST(Sm90GroupedGemm, RejectsBadArguments) {
+  Sm90GemmArgs args;
+  args.experts = 4;
+  args.n = 100;  // not a multiple of 8
+  args.k = 64;
+  args.max_rows = 10;
+  args.sm_count = 132;
+  EXPECT_FALSE(cuda::moe::launch_sm90_grouped_gemm(args, nullptr).ok());
+}
+
+// One capture, replayed twice: the second replay after the expert offsets changed on the device (the
+// per-group shapes are read on the device, so the same graph serves any routing).
+TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
+  MOEKIT_REQUIRE_SM90();
+  const Elem type = Elem::kBF16;
+  const int experts = 8;
+  const int64_t n = 2880, k = 1408, max_rows = 600;
+  std::mt19937_64 rng(99);
+  const auto a = random_codes(static_cast<size_t>(max_rows * k), type, rng);
+  const auto b = random_codes(static_cast<size_t>(experts * n * k), type, rng);
+  const auto off1 = random_offsets(experts, 500, rng);
+  const auto off2 = random_offsets(experts, 313, rng);
+  const Decoder dec(type);
+
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(experts, n, k, type, sms);
+  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * n) * 4), doff(off1.size() * 8),
+      scratch(scratch_bytes);
+  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p);
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off1.data(), doff.bytes, cudaMemcpyHostToDevice));
+
+  cudaStream_t stream;
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Sm90GemmArgs args;
+  args.type = type;
+  args.a = da.p;
+  args.b = db.p;
+  args.d = dd.p;
+  args.d_type = Elem::kF32;
+  args.expert_offsets = static_cast<const int64_t*>(doff.p);
+  args.experts = experts;
+  args.max_rows = max_rows;
+  args.n = n;
+  args.k = k;
+  args.scratch = scratch.p;
+  args.scratch_bytes = scratch_bytes;
+  args.sm_count = sms;
+
+  cudaGraph_t graph = nullptr;
+  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  MOEKIT_ASSERT_CUDA(end);
+  cudaGraphExec_t exec = nullptr;
+  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+  std::vector<float> got(static_cast<size_t>(max_rows * n));
+  for (const auto* off : {&off1, &off2}) {
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off->data(), doff.bytes, cudaMemcpyHostToDevice));
+    fill_nan(dd.p, got.size(), stream);
+    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
+    const auto ref = reference(a, b, *off, n, k, dec);
+    check_output(got, ref, off->back(), max_rows, n, "graph replay, R=" + std::to_string(off->back()));
+  }
+  MOEKIT_ASSERT_CUDA(cudaGraphExecDestroy(exec));
+  MOEKIT_ASSERT_CUDA(cudaGraphDestroy(graph));
+  MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace moekit
