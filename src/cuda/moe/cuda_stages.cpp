@@ -18,6 +18,9 @@
 #include "cuda/cuda_check.h"
 #include "cuda/moe/cuda_backend.h"
 #include "cuda/moe/moe_launch.h"
+#if MOEKIT_HAS_SM90_GEMM
+#include "cuda/moe/sm90_grouped_gemm.h"
+#endif
 #include "moekit/cpu_reference.h"
 
 namespace moekit::cuda {
@@ -48,9 +51,40 @@ const int64_t* total_rows(const StageContext& c) { return ptr<const int64_t>(c.b
 bool combines(const MoeProblem& p) { return p.input_format != InputFormat::kMasked && !p.no_combine; }
 
 // ---- scratch ---------------------------------------------------------------------------------------
+// The multiprocessor count of the current GPU (the sm_90a kernel's persistent grid), read once.
+int device_sm_count() {
+  static const int count = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+    return n;
+  }();
+  return count;
+}
+
+// Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, a Hopper GPU, no biases (it has
+// no bias epilogue).
+bool sm90_gemm_available(int compute_capability, bool biases) {
+#if MOEKIT_HAS_SM90_GEMM
+  return compute_capability == 90 && !biases;
+#else
+  (void)compute_capability, (void)biases;
+  return false;
+#endif
+}
+
+size_t sm90_scratch_bytes(const MoeProblem& p) {
+#if MOEKIT_HAS_SM90_GEMM
+  const int sms = device_sm_count();
+  return sms > 0 ? sm90_gemm_scratch_bytes(p.local_experts(), p.hidden, p.intermediate, elem_of(p.activation_dtype), sms) : 0;
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
 struct ScratchLayout {
-  size_t row_dest = 0, accumulator = 0, maps = 0;  // offsets
-  size_t maps_bytes = 0, total = 0;
+  size_t row_dest = 0, accumulator = 0, maps = 0, sm90 = 0;  // offsets
+  size_t maps_bytes = 0, sm90_bytes = 0, total = 0;
 };
 
 Result<ScratchLayout> scratch_layout(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
@@ -65,6 +99,9 @@ Result<ScratchLayout> scratch_layout(const MoeProblem& p, int64_t tokens, int64_
     MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &l.maps_bytes));
   if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &l.maps_bytes));
   l.total += align256(l.maps_bytes);
+  l.sm90 = l.total;
+  l.sm90_bytes = sm90_scratch_bytes(p);
+  l.total += align256(l.sm90_bytes);
   return l;
 }
 
@@ -79,6 +116,8 @@ struct Scratch {
   float* accumulator;
   void* maps;
   size_t maps_bytes;
+  void* sm90;
+  size_t sm90_bytes;
 };
 
 Result<Scratch> carve(const StageContext& c) {
@@ -90,7 +129,7 @@ Result<Scratch> carve(const StageContext& c) {
     return Status::Internal(fmt::format("cuda scratch: {} bytes given, {} needed", c.buffers.scratch.numel(), l->total));
   auto* base = ptr<unsigned char>(c.buffers.scratch);
   return Scratch{reinterpret_cast<int32_t*>(base + l->row_dest), reinterpret_cast<float*>(base + l->accumulator), base + l->maps,
-                 l->maps_bytes};
+                 l->maps_bytes, base + l->sm90, l->sm90_bytes};
 }
 
 // ---- routing and maps ------------------------------------------------------------------------------
@@ -198,18 +237,27 @@ Status expand_stage(const StageContext& c) {
 constexpr GemmTile kAllTiles[] = {GemmTile::kM16N64, GemmTile::kM32N128, GemmTile::kM64N128, GemmTile::kM128N128, GemmTile::kM128N256};
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
-GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts) {
+// Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach.
+GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
-  return choose_gemm_tile(static_cast<double>(max_rows) / static_cast<double>(active));
+  const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
+  if (sm90 && rows_per_expert > kSm90MinRowsPerExpert) return GemmTile::kSm90M128N256;
+  return choose_gemm_tile(rows_per_expert);
 }
 
-std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget&) {
+std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
-  const std::string heuristic = gemm_tile_name(heuristic_tile(rows, p.local_experts()));
-  std::vector<std::string> names;
-  for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
-  return {{"gemm1.tile", names, heuristic, Stage::kGemm1}, {"gemm2.tile", names, heuristic, Stage::kGemm2}};
+  std::vector<KnobSpec> knobs;
+  for (const bool first : {true, false}) {
+    const bool sm90 = sm90_gemm_available(device.compute_capability, first ? q.weights.w13_bias : q.weights.w2_bias);
+    std::vector<std::string> names;
+    for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
+    if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), sm90)),
+                     first ? Stage::kGemm1 : Stage::kGemm2});
+  }
+  return knobs;
 }
 
 // The plan's tile for this GEMM (its knob: the heuristic's, a table's or the caller's value).
@@ -217,7 +265,33 @@ GemmTile tile_for(const StageContext& c, bool first) {
   const std::string_view v = knob_value(c, first ? "gemm1.tile" : "gemm2.tile", "");
   for (GemmTile t : kAllTiles)
     if (v == gemm_tile_name(t)) return t;
-  return heuristic_tile(max_rows(c), local_experts(c));  // a step run without a plan's knobs
+  if (v == gemm_tile_name(GemmTile::kSm90M128N256)) return GemmTile::kSm90M128N256;
+  return heuristic_tile(max_rows(c), local_experts(c), false);  // a step run without a plan's knobs
+}
+
+// The sm_90a kernel: float32 rows into `d` (gemm1_out or gemm2_out); the caller adds what follows.
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, float* d) {
+#if MOEKIT_HAS_SM90_GEMM
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  Sm90GemmArgs a;
+  a.type = g.type;
+  a.a = g.a;
+  a.b = g.b;
+  a.d = d;
+  a.expert_offsets = g.expert_offsets;
+  a.experts = g.local_experts;
+  a.max_rows = g.max_rows;
+  a.n = g.n;
+  a.k = g.k;
+  a.scratch = s->sm90;
+  a.scratch_bytes = s->sm90_bytes;
+  a.sm_count = device_sm_count();
+  return launch_sm90_grouped_gemm(a, stream_of(c));
+#else
+  (void)c, (void)g, (void)d;
+  return Status::Unsupported("gemm tile sm90_m128n256k64: this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");
+#endif
 }
 
 GemmArgs gemm_args(const StageContext& c, bool first) {
@@ -246,13 +320,20 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
 
 Status gemm1_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, true);
+  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, ptr<float>(c.buffers.gemm1_out));
   a.epilogue = Epilogue::kStoreF32;
   a.out_f32 = ptr<float>(c.buffers.gemm1_out);
   return launch_grouped_gemm(a, stream_of(c));
 }
 
+Status activation_stage(const StageContext& c);
+
 Status gemm1_activation_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, true);
+  if (a.tile == GemmTile::kSm90M128N256) {  // no activation epilogue: float32 rows, then the activation
+    MOEKIT_RETURN_IF_ERROR(sm90_gemm(c, a, ptr<float>(c.buffers.gemm1_out)));
+    return activation_stage(c);
+  }
   a.epilogue = Epilogue::kActivation;
   a.out = c.buffers.gemm2_in.data();
   return launch_grouped_gemm(a, stream_of(c));
@@ -276,6 +357,7 @@ Status activation_stage(const StageContext& c) {
 
 Status gemm2_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, false);
+  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, ptr<float>(c.buffers.gemm2_out));
   a.epilogue = Epilogue::kStoreF32;
   a.out_f32 = ptr<float>(c.buffers.gemm2_out);
   return launch_grouped_gemm(a, stream_of(c));
@@ -311,6 +393,10 @@ Status gemm2_finalize_stage(const StageContext& c) {
   auto s = carve(c);
   if (!s.ok()) return s.status();
   GemmArgs a = gemm_args(c, false);
+  if (a.tile == GemmTile::kSm90M128N256) {  // no finalize epilogue: float32 rows, then the fixed-order finalize
+    MOEKIT_RETURN_IF_ERROR(sm90_gemm(c, a, ptr<float>(c.buffers.gemm2_out)));
+    return finalize_stage(c);
+  }
   a.row_dest = s->row_dest;
   a.row_weight = uses_weights(p) ? ptr<const float>(c.buffers.row_weight) : nullptr;
   a.scale = scale_of(p);

@@ -14,6 +14,7 @@ const char* gemm_tile_name(GemmTile t) {
     case GemmTile::kM64N128: return "m64n128k64";
     case GemmTile::kM128N128: return "m128n128k64";
     case GemmTile::kM128N256: return "m128n256k64";
+    case GemmTile::kSm90M128N256: return "sm90_m128n256k64";
   }
   return "unknown";
 }
@@ -25,6 +26,7 @@ int gemm_tile_block_m(GemmTile t) {
     case GemmTile::kM64N128: return 64;
     case GemmTile::kM128N128: return 128;
     case GemmTile::kM128N256: return 128;
+    case GemmTile::kSm90M128N256: return 128;
   }
   return 0;
 }

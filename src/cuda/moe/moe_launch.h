@@ -151,7 +151,9 @@ enum class Epilogue : uint8_t {
 };
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
-enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256 };
+// kSm90M128N256 is the CUTLASS sm_90a kernel (sm90_grouped_gemm.h): float32 output, no bias, no
+// epilogue fusion; the stages add the activation or finalize kernel after it.
+enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256, kSm90M128N256 };
 const char* gemm_tile_name(GemmTile t);
 int gemm_tile_block_m(GemmTile t);
 
@@ -183,7 +185,9 @@ struct GemmArgs {
   float scale = 1.f;
   float* accumulator = nullptr;  // kAtomicAdd: [out_rows, N] f32, zeroed by the caller
 };
-// The heuristic tile for a GEMM of `rows_per_expert` expected rows per active expert.
+// Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel.
+inline constexpr double kSm90MinRowsPerExpert = 96;
+// The heuristic mma.sync tile for a GEMM of `rows_per_expert` expected rows per active expert.
 GemmTile choose_gemm_tile(double rows_per_expert);
 Status launch_grouped_gemm(const GemmArgs& a, void* stream);
 
