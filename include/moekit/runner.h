@@ -87,9 +87,18 @@ class MoeRunner {
   Status run(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
              std::span<std::byte> workspace, Stream stream = {}) const;
 
+  // Runs only step `step_index` of plan(T).steps (same checks as `run`), for timing the stages one
+  // at a time (`moekit bench --stages`). A step reads what the steps before it wrote into the
+  // workspace: call `run` first with the same inputs and workspace. Out of range: kInvalidArgument.
+  Status run_step(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                  std::span<std::byte> workspace, Stream stream, size_t step_index) const;
+
  private:
   MoeRunner() = default;
   const MoePlan& cached_plan(int64_t num_tokens, const WeightTraits& traits) const;
+  // run and run_step: checks, then the plan's steps [first, last).
+  Status run_steps(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                   std::span<std::byte> workspace, Stream stream, size_t first, size_t last) const;
 
   MoeProblem problem_;
   RunnerOptions options_;

@@ -1,6 +1,8 @@
 // MoeRunner: validation, backend choice, workspace layout and the execution of a plan's steps.
 #include "moekit/runner.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -150,8 +152,8 @@ Result<size_t> MoeRunner::workspace_size(const MoeInputs& inputs) const {
   return l->total_bytes;
 }
 
-Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
-                      std::span<std::byte> workspace, Stream stream) const {
+Status MoeRunner::run_steps(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                            std::span<std::byte> workspace, Stream stream, size_t first, size_t last) const {
   if (weights.backend() != device_.backend)
     return Status::InvalidArgument(fmt::format("weights: prepared for backend {}, but this runner uses {}", backend_kind_name(weights.backend()),
                                                backend_kind_name(device_.backend)));
@@ -202,7 +204,10 @@ Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, c
   b.gemm2_out = TensorView(seg("gemm2_out"), inter, {R, p.hidden}, dev);
 
   const StageContext ctx{p, weights.weights(), inputs, outputs, b, stream};
-  for (const PlannedStep& step : plan.steps) MOEKIT_RETURN_IF_ERROR(step.run(ctx).with_context(step.kernel));
+  if (first >= plan.steps.size() && first != 0)
+    return Status::InvalidArgument(fmt::format("step {}: the plan has {} steps", first, plan.steps.size()));
+  for (size_t i = first; i < std::min(last, plan.steps.size()); ++i)
+    MOEKIT_RETURN_IF_ERROR(plan.steps[i].run(ctx).with_context(plan.steps[i].kernel));
   return Status::Ok();
 }
 
@@ -216,6 +221,22 @@ const Registry& default_registry() {
     return r;
   }();
   return registry;
+}
+
+}  // namespace moekit
+
+namespace moekit {
+
+Status MoeRunner::run(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                      std::span<std::byte> workspace, Stream stream) const {
+  return run_steps(weights, inputs, outputs, workspace, stream, 0, SIZE_MAX);
+}
+
+// For `moekit bench --stages`: one step of the plan, with run's checks (kept apart from run so the
+// per-stage timing needs nothing inside run's body).
+Status MoeRunner::run_step(const PreparedWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs,
+                           std::span<std::byte> workspace, Stream stream, size_t step_index) const {
+  return run_steps(weights, inputs, outputs, workspace, stream, step_index, step_index + 1);
 }
 
 }  // namespace moekit
