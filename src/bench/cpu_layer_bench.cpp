@@ -66,6 +66,8 @@ class CpuLayerBench final : public LayerBench {
     return std::move(t).value();
   }
 
+  Result<Tensor> last_baseline_output() override { return Status::NotFound("no baseline on the CPU backend"); }
+
   std::string baseline_note() const override { return "no cuBLAS baseline on the CPU backend (it needs a GPU)"; }
 
  private:

@@ -38,6 +38,8 @@ class LayerBench {
   virtual Result<SetTiming> measure(const MoeInputs& host_inputs, const TimingOptions& options) = 0;
   // The output of the last call `measure` made, on the host [T, H] (for --refcheck).
   virtual Result<Tensor> last_output() = 0;
+  // The baseline's output of the last call (host), or kNotFound when there is no baseline.
+  virtual Result<Tensor> last_baseline_output() = 0;
   // What the baseline is, or why there is none.
   virtual std::string baseline_note() const = 0;
 };

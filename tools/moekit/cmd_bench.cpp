@@ -22,7 +22,7 @@
 #include "bench/report.h"
 #include "bench/routing_gen.h"
 #include "commands.h"
-#include "moekit/build_config.h"
+#include "moekit/build_commit.h"
 #include "moekit/random_layer.h"
 #include "moekit/system_info.h"
 #include "problem_options.h"
@@ -269,20 +269,27 @@ int run(BenchOptions o) {
         accumulate(acc, *timing, layer_traffic(p, timing->topk_ids, wb, act));
         inputs = std::move(in).value();
       }
-      BenchRow row = layer_row(name, p, T, routing, "moekit", acc.layer, acc, o.sets, *machine);
-      if (o.refcheck) {
-        auto out = (*bench)->last_output();
-        if (!out.ok()) return fail(out.status());
+      // --refcheck: each method's output of the last set against the reference on its first tokens.
+      auto check = [&](BenchRow& row, Result<Tensor> out) -> Status {
+        if (!o.refcheck) return Status::Ok();
+        if (!out.ok()) return out.status();
         auto err = refcheck_first_tokens(p, layer->weights, inputs->inputs(), out->view(), o.refcheck_tokens);
-        if (!err.ok()) return fail(err.status());
+        if (!err.ok()) return err.status();
         row.refcheck = *err;
         if (!(*err <= refcheck_limit(p.activation_dtype))) {
           refcheck_ok = false;
           row.note = "REFCHECK FAILED";
         }
-      }
+        return Status::Ok();
+      };
+      BenchRow row = layer_row(name, p, T, routing, "moekit", acc.layer, acc, o.sets, *machine);
+      if (Status s = check(row, (*bench)->last_output()); !s.ok()) return fail(s);
       report.rows.push_back(row);
-      if (!acc.baseline.empty()) report.rows.push_back(layer_row(name, p, T, routing, "cublas", acc.baseline, acc, o.sets, *machine));
+      if (!acc.baseline.empty()) {
+        BenchRow base = layer_row(name, p, T, routing, "cublas", acc.baseline, acc, o.sets, *machine);
+        if (Status s = check(base, (*bench)->last_baseline_output()); !s.ok()) return fail(s);
+        report.rows.push_back(base);
+      }
       for (size_t k = 0; k < acc.steps.size(); ++k) {
         BenchRow st = row_head(name, p, T, routing, acc.step_names[k], "stage");
         st.us = summarize(acc.steps[k]);
