@@ -13,18 +13,11 @@
 namespace moekit::bench {
 namespace {
 
+// __nv_bfloat16 and __half convert to and from float themselves (round to nearest even).
 template <typename T>
 __device__ float to_f(T v) { return static_cast<float>(v); }
-template <>
-__device__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ float to_f(__half v) { return __half2float(v); }
 template <typename T>
-__device__ T from_f(float v) { return static_cast<T>(v); }
-template <>
-__device__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <>
-__device__ __half from_f(float v) { return __float2half(v); }
+__device__ T from_f(float v) { return T(v); }
 
 // rows[r] = hidden[row_token[r]]: one block per row.
 template <typename T>
