@@ -16,6 +16,12 @@ double Progress::elapsed() const { return std::chrono::duration<double>(std::chr
 
 void Progress::step(const std::string& what) {
   ++done_;
+  print(what);
+}
+
+void Progress::status(const std::string& what) { print(what); }
+
+void Progress::print(const std::string& what) {
   if (out_ == nullptr) return;
   const double t = elapsed();
   if (tty_) {

@@ -16,11 +16,14 @@ class Progress {
   ~Progress();
   // Starts step `done + 1` of `total`, described by `what`.
   void step(const std::string& what);
+  // Says what the current step is doing now (e.g. generating a preset's weights) without advancing.
+  void status(const std::string& what);
   // Clears a terminal line; prints the total time if anything was printed.
   void finish();
 
  private:
   double elapsed() const;
+  void print(const std::string& what);
   int total_, done_ = 0;
   std::FILE* out_;
   double quiet_, last_print_ = -1e9;

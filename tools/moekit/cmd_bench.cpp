@@ -246,6 +246,7 @@ int run(BenchOptions o) {
   for (const auto& [name, p] : problems) {
     auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions});
     if (!runner.ok()) return fail(runner.status().with_context(name));
+    progress.status(fmt::format("{}: random weights{}", name, gpu ? " and their upload" : ""));
     auto layer = make_random_layer(p, {.seed = o.seed, .weights_only = true});
     if (!layer.ok()) return fail(layer.status().with_context(name));
     const WeightBytes wb = weight_bytes(layer->weights, p.local_experts());
