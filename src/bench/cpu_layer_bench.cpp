@@ -55,6 +55,7 @@ class CpuLayerBench final : public LayerBench {
         }
         s.step_us.push_back(std::move(us));
       }
+      MOEKIT_RETURN_IF_ERROR(call());  // --refcheck reads the output of a complete call
     }
     return s;
   }

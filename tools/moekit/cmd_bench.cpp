@@ -253,7 +253,7 @@ int run(BenchOptions o) {
     auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
                      : make_cpu_layer_bench(*runner, layer->weights);
     if (!bench.ok()) return fail(bench.status().with_context(name));
-    if (name == problems.front().first) report.notes.push_back((*bench)->baseline_note());
+    report.notes.push_back(name + ": " + (*bench)->baseline_note());
     for (int64_t T : o.tokens) {
       progress.step(fmt::format("{} T={}", name, T));
       Accumulated acc;
