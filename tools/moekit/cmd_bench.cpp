@@ -327,13 +327,13 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "auto, cpu or cuda")->capture_default_str();
   // Not --routing: that option (ProblemOptions) names the routing method.
   cmd->add_option("--popularity", o->routing, "Expert popularity of the random routing: uniform, or zipf (~ rank^-s)")->capture_default_str();
-  cmd->add_option("--zipf-s", o->zipf_s, "The Zipf exponent s of --routing zipf")->capture_default_str();
+  cmd->add_option("--zipf-s", o->zipf_s, "The Zipf exponent s of --popularity zipf")->capture_default_str();
   cmd->add_option("--iters", o->iters, "Calls (graph replays) per timed sample (0: 20 on a GPU, 1 on the CPU)");
   cmd->add_option("--reps", o->reps, "Timed samples per measurement set (0: 10 on a GPU, 3 on the CPU)");
   cmd->add_option("--sets", o->sets, "Measurement sets, each with fresh inputs and routing (0: 3 on a GPU, 1 on the CPU)");
   cmd->add_option("--warmup", o->warmup, "Untimed calls per set (-1: 3 on a GPU, 1 on the CPU)");
   cmd->add_flag("--stages", o->stages, "Also time each step of the plan on its own");
-  cmd->add_flag("--baseline,!--no-baseline", o->baseline, "Time the cuBLAS grouped-GEMM baseline too (GPU; default on)");
+  cmd->add_flag("--baseline,!--no-baseline", o->baseline, "Time the cuBLAS baseline (one GEMM per expert) too (GPU; default on)");
   cmd->add_flag("--refcheck", o->refcheck, "Check the output against the CPU reference (exit code 3 beyond the limit)");
   cmd->add_option("--refcheck-tokens", o->refcheck_tokens, "Tokens checked by --refcheck")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Write the rows as CSV to this file");
