@@ -233,6 +233,8 @@ Status MoeRunner::run_steps(const PreparedWeights& weights, const MoeInputs& inp
   }
 
   const StageContext ctx{p, weights.weights(), inputs, outputs, b, stream, plan.knobs};
+  if (first >= plan.steps.size() && first != 0)
+    return Status::InvalidArgument(fmt::format("step {}: the plan has {} steps", first, plan.steps.size()));
   for (size_t i = first; i < std::min(end, plan.steps.size()); ++i)
     MOEKIT_RETURN_IF_ERROR(plan.steps[i].run(ctx).with_context(plan.steps[i].kernel));
   return Status::Ok();
@@ -259,3 +261,4 @@ Status MoeRunner::run_step(const PreparedWeights& weights, const MoeInputs& inpu
 }
 
 }  // namespace moekit
+

@@ -23,6 +23,8 @@ int fail(const Status& status);
 // A subcommand whose issue has not landed yet: says so and exits with code 2 (unless one of its own
 // subcommands ran).
 CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
+// `moekit bench` (MoE layers against the floor).
+CommandAction add_bench_command(CLI::App& app);
 // `moekit bench attention`; registers under the `bench` command, which must exist already.
 CommandAction add_bench_attention_command(CLI::App& app);
 

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   std::vector<CommandAction> actions;
   actions.push_back(add_info_command(app));
   actions.push_back(add_run_command(app));
-  actions.push_back(add_pending_command(app, "bench", "Benchmark MoE layers against the floor"));
+  actions.push_back(add_bench_command(app));
   actions.push_back(add_bench_attention_command(app));  // `bench attention`, under the command above
   actions.push_back(add_tune_command(app));
   actions.push_back(add_explain_command(app));

@@ -1,0 +1,34 @@
+// The in-tree baseline of `moekit bench` on a GPU: the obvious MoE layer. With the routing the fused
+// layer chose (its topk ids and weights, read to the host once per measurement set), the host sorts
+// the (token, slot) rows by expert; then, on the stream: a gather kernel, one cublasGemmEx per
+// expert with rows for gemm1, an activation kernel, one cublasGemmEx per expert for gemm2, and a
+// weighted-combine kernel. Intermediates in the activation dtype, fp32 accumulation. Plain C++ API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "moekit/moe_problem.h"
+#include "moekit/status.h"
+#include "moekit/tensor.h"
+
+namespace moekit::bench {
+
+class CublasBaseline {
+ public:
+  // Declines (kUnsupported, saying why) what it does not implement: quantized weights, f32
+  // activations' absence of a tensor-core path is fine; only quant=none, no_combine off.
+  static Result<std::unique_ptr<CublasBaseline>> create(const MoeProblem& problem);
+  virtual ~CublasBaseline() = default;
+
+  // The permutation for one routing: topk_ids / topk_weights [T * K] on the host. Allocates the
+  // device buffers for it (never inside a capture).
+  virtual Status set_routing(const std::vector<int32_t>& topk_ids, const std::vector<float>& topk_weights, int64_t tokens) = 0;
+
+  // Enqueues the layer on `stream` (capturable): hidden [T, H] and out [T, H] on the device,
+  // weights w13/w2 on the device.
+  virtual Status enqueue(const MoeWeights& weights, const TensorView& hidden, const TensorView& out, void* stream) = 0;
+};
+
+}  // namespace moekit::bench

@@ -1,0 +1,136 @@
+// The GPU's ceilings for `moekit bench`, measured in the run: read bandwidth (the streaming kernel of
+// src/cuda/bench_timing.cu), bf16 dense GEMM through cublasGemmEx and fp8 (e4m3) dense GEMM through
+// cuBLASLt, each M = N = K = 8192, median of event-timed runs. An fp8 GEMM cuBLASLt cannot run here
+// (no fp8 tensor cores before sm_89) is reported as n/a with the reason, not as an error.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "bench/cuda/cublas_check.h"
+#include "bench/layer_bench.h"
+#include "cuda/bench_timing.h"
+#include "cuda/cuda_check.h"
+
+namespace moekit::bench {
+namespace {
+
+constexpr int64_t kN = 8192;
+constexpr int kWarmup = 3, kIters = 10;
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  ~DeviceBuffer() {
+    if (p != nullptr) (void)cudaFree(p);
+  }
+};
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// FLOP/s of `launch` computing one kN^3 GEMM.
+Result<double> gemm_rate(const std::function<Status(void*)>& launch) {
+  auto us = cuda::time_launches(launch, kWarmup, kIters, 0);
+  if (!us.ok()) return us.status();
+  return 2.0 * kN * kN * kN / (median_of(*us) * 1e-6);
+}
+
+Status alloc_operands(DeviceBuffer& a, DeviceBuffer& b, DeviceBuffer& c, size_t in_bytes, size_t out_bytes) {
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, kN * kN * in_bytes));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, kN * kN * in_bytes));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.p, kN * kN * out_bytes));
+  // Small non-zero values (0x3C bytes: about 0.01 in bf16, 1.0 in e4m3): no denormal or zero shortcuts.
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(a.p, 0x3C, kN * kN * in_bytes));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(b.p, 0x3C, kN * kN * in_bytes));
+  return Status::Ok();
+}
+
+Result<double> bf16_gemm_rate() {
+  cublasHandle_t h = nullptr;
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasCreate(&h));
+  std::unique_ptr<cublasContext, decltype(&cublasDestroy)> guard(h, cublasDestroy);
+  DeviceBuffer a, b, c;
+  MOEKIT_RETURN_IF_ERROR(alloc_operands(a, b, c, 2, 2));
+  const float alpha = 1.0f, beta = 0.0f;
+  return gemm_rate([&](void* stream) -> Status {
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasSetStream(h, static_cast<cudaStream_t>(stream)));
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, kN, kN, kN, &alpha, a.p, CUDA_R_16BF, kN, b.p, CUDA_R_16BF, kN,
+                                               &beta, c.p, CUDA_R_16BF, kN, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return Status::Ok();
+  });
+}
+
+// cuBLASLt's fp8 GEMMs take A transposed ("TN"): D[m, n] (bf16) = A^T B with A, B e4m3 [k, m], [k, n].
+Result<double> fp8_gemm_rate() {
+  cublasLtHandle_t lt = nullptr;
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&lt));
+  std::unique_ptr<cublasLtContext, decltype(&cublasLtDestroy)> guard(lt, cublasLtDestroy);
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  struct Cleanup {
+    cublasLtMatmulDesc_t& d;
+    cublasLtMatrixLayout_t &a, &b, &c;
+    cublasLtMatmulPreference_t& p;
+    ~Cleanup() {
+      if (p) cublasLtMatmulPreferenceDestroy(p);
+      for (auto l : {a, b, c})
+        if (l) cublasLtMatrixLayoutDestroy(l);
+      if (d) cublasLtMatmulDescDestroy(d);
+    }
+  } cleanup{desc, la, lb, lc, pref};
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, kN, kN, kN));
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, kN, kN, kN));
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, kN, kN, kN));
+  const size_t ws_bytes = size_t{64} << 20;
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &found));
+  if (found == 0) return Status::Unsupported("cuBLASLt has no e4m3 GEMM for this device");
+  DeviceBuffer a, b, c, ws;
+  MOEKIT_RETURN_IF_ERROR(alloc_operands(a, b, c, 1, 2));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&ws.p, ws_bytes));
+  const float alpha = 1.0f, beta = 0.0f;
+  return gemm_rate([&](void* stream) -> Status {
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(lt, desc, &alpha, a.p, la, b.p, lb, &beta, c.p, lc, c.p, lc, &heur.algo, ws.p, ws_bytes,
+                                                 static_cast<cudaStream_t>(stream)));
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Result<std::pair<int64_t, int64_t>> cuda_l2_and_free_bytes() {
+  int device = 0, l2 = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  size_t free = 0, total = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
+  return std::pair<int64_t, int64_t>{l2, static_cast<int64_t>(free)};
+}
+
+Result<std::vector<Ceiling>> measure_cuda_ceilings() {
+  std::vector<Ceiling> c;
+  auto bw = cuda::measure_read_bandwidth(size_t{1} << 30, 10);
+  if (!bw.ok()) return bw.status();
+  c.push_back({"read bandwidth", *bw, "GB/s", "streaming read of 1 GiB, 16-byte loads, median of 10"});
+  // A GEMM that fails is reported with its reason; the floor then has no compute bound for it.
+  for (auto [name, rate, how] : {std::tuple{"bf16 dense GEMM", bf16_gemm_rate(), "cublasGemmEx 8192^3, fp32 accumulate, median of 10"},
+                                 {"fp8 dense GEMM", fp8_gemm_rate(), "cublasLtMatmul e4m3 8192^3 -> bf16, median of 10"}}) {
+    if (rate.ok()) c.push_back({name, *rate, "TFLOP/s", how});
+    else c.push_back({name, 0.0, "TFLOP/s", rate.status().to_string()});
+  }
+  return c;
+}
+
+}  // namespace moekit::bench

@@ -1,0 +1,241 @@
+// The GPU's layer timing for `moekit bench`: MoeRunner::run captured in a CUDA graph on a
+// non-default stream and replayed between two events; one graph per weight copy, replays rotating
+// among them so that the bytes one call reads come from HBM, not from the L2 left by the previous
+// call. --stages captures each step of the plan alone (run_step); the cuBLAS baseline (baseline.h)
+// is captured and replayed the same way.
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "bench/cuda/baseline.h"
+#include "bench/layer_bench.h"
+#include "cuda/cuda_check.h"
+
+namespace moekit::bench {
+namespace {
+
+Result<Tensor> to_device(const TensorView& host) {
+  auto t = Tensor::empty(host.dtype(), host.shape(), Device::cuda());
+  if (!t.ok()) return t.status();
+  MOEKIT_RETURN_IF_ERROR(copy_tensor(t->view(), host));
+  return std::move(t).value();
+}
+
+// Every defined tensor of `in` copied to the device; `out` points at the copies.
+template <typename Fields>
+Status mirror(Fields& fields, std::vector<Tensor>& storage) {
+  for (TensorView* f : fields) {
+    if (!f->defined()) continue;
+    auto d = to_device(*f);
+    if (!d.ok()) return d.status();
+    *f = d->view();
+    storage.push_back(std::move(d).value());
+  }
+  return Status::Ok();
+}
+
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Graph() = default;
+  Graph(Graph&& o) noexcept : graph(std::exchange(o.graph, nullptr)), exec(std::exchange(o.exec, nullptr)) {}
+  ~Graph() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  }
+};
+
+// Captures what `enqueue(stream)` puts on `stream` (nothing runs yet).
+Result<Graph> capture(cudaStream_t stream, const std::function<Status(cudaStream_t)>& enqueue) {
+  Graph g;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status s = enqueue(stream);
+  const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
+  MOEKIT_RETURN_IF_ERROR(s.with_context("during graph capture"));
+  MOEKIT_CUDA_RETURN_IF_ERROR(end);
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  return g;
+}
+
+// `reps` samples, each the mean time of `iters` replays (rotating over `graphs`) between two events.
+Result<std::vector<double>> time_replays(const std::vector<Graph>& graphs, const TimingOptions& o, cudaStream_t stream) {
+  for (int i = 0; i < o.warmup * static_cast<int>(graphs.size()); ++i)
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graphs[i % graphs.size()].exec, stream));
+  cudaEvent_t a = nullptr, b = nullptr;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
+  std::vector<double> us;
+  Status s = Status::Ok();
+  for (int r = 0; r < o.reps && s.ok(); ++r) {
+    s = detail::cuda_status(cudaEventRecord(a, stream), "cudaEventRecord", __FILE__, __LINE__);
+    for (int i = 0; i < o.iters && s.ok(); ++i)
+      s = detail::cuda_status(cudaGraphLaunch(graphs[i % graphs.size()].exec, stream), "cudaGraphLaunch", __FILE__, __LINE__);
+    if (s.ok()) s = detail::cuda_status(cudaEventRecord(b, stream), "cudaEventRecord", __FILE__, __LINE__);
+    if (s.ok()) s = detail::cuda_status(cudaEventSynchronize(b), "cudaEventSynchronize", __FILE__, __LINE__);
+    float ms = 0;
+    if (s.ok()) s = detail::cuda_status(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime", __FILE__, __LINE__);
+    us.push_back(1e3 * ms / o.iters);
+  }
+  (void)cudaEventDestroy(a);
+  (void)cudaEventDestroy(b);
+  if (!s.ok()) return s;
+  return us;
+}
+
+// NaN in every float dtype (0xFF bytes): a row the layer leaves unwritten shows in --refcheck.
+Status poison(const TensorView& t) {
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())));
+  return Status::Ok();
+}
+
+class CudaLayerBench final : public LayerBench {
+ public:
+  struct Copy {
+    std::vector<Tensor> storage;
+    MoeWeights weights;
+    std::optional<PreparedWeights> prepared;
+  };
+
+  CudaLayerBench(const MoeRunner& runner, std::vector<Copy> copies, std::unique_ptr<CublasBaseline> baseline, std::string note,
+                 cudaStream_t stream)
+      : runner_(runner), copies_(std::move(copies)), baseline_(std::move(baseline)), note_(std::move(note)), stream_(stream) {}
+  ~CudaLayerBench() override { (void)cudaStreamDestroy(stream_); }
+
+  Result<SetTiming> measure(const MoeInputs& host_in, const TimingOptions& o) override {
+    const MoeProblem& p = runner_.problem();
+    const int64_t T = host_in.hidden.size(0), K = p.top_k;
+    MoeInputs in = host_in;
+    std::vector<Tensor> in_storage;
+    std::vector<TensorView*> fields{&in.hidden, &in.router_logits, &in.e_score_correction_bias, &in.topk_ids, &in.topk_weights};
+    MOEKIT_RETURN_IF_ERROR(mirror(fields, in_storage));
+    auto out = Tensor::empty(p.activation_dtype, {T, int64_t{p.hidden}}, Device::cuda());
+    auto ids = Tensor::empty(DType::kI32, {T, K}, Device::cuda());
+    auto wts = Tensor::empty(DType::kF32, {T, K}, Device::cuda());
+    auto bytes = runner_.workspace_size(in);
+    if (!out.ok() || !ids.ok() || !wts.ok() || !bytes.ok()) return Status::OutOfMemory("bench: device outputs");
+    auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(std::max<size_t>(*bytes, 256))}, Device::cuda());
+    if (!ws.ok()) return ws.status();
+    out_ = std::move(*out);
+    MOEKIT_RETURN_IF_ERROR(poison(out_.view()));
+    MoeOutputs outs;
+    outs.out = out_.view();
+    outs.topk_ids = ids->view();
+    outs.topk_weights = wts->view();
+    const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *bytes);
+
+    SetTiming s;
+    auto graphs_of = [&](const std::function<Status(const Copy&, cudaStream_t)>& body) -> Result<std::vector<Graph>> {
+      std::vector<Graph> g;
+      for (const Copy& c : copies_) {
+        auto one = capture(stream_, [&](cudaStream_t st) { return body(c, st); });
+        if (!one.ok()) return one.status();
+        g.push_back(std::move(one).value());
+      }
+      return g;
+    };
+    auto layer = graphs_of([&](const Copy& c, cudaStream_t st) { return runner_.run(*c.prepared, in, outs, workspace, Stream{st}); });
+    if (!layer.ok()) return layer.status();
+    auto us = time_replays(*layer, o, stream_);
+    if (!us.ok()) return us.status();
+    s.layer_us = std::move(us).value();
+
+    // The routing decision of this set, for the floor and the baseline.
+    s.topk_ids.resize(static_cast<size_t>(T * K));
+    std::vector<float> weights(static_cast<size_t>(T * K));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(s.topk_ids.data(), ids->data(), s.topk_ids.size() * 4, cudaMemcpyDeviceToHost));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(weights.data(), wts->data(), weights.size() * 4, cudaMemcpyDeviceToHost));
+
+    const MoePlan plan = runner_.plan(T, WeightTraits::of(copies_.front().weights));
+    if (o.stages) {
+      for (size_t k = 0; k < plan.steps.size(); ++k) {
+        auto g = graphs_of([&](const Copy& c, cudaStream_t st) { return runner_.run_step(*c.prepared, in, outs, workspace, Stream{st}, k); });
+        if (!g.ok()) return g.status();
+        auto t = time_replays(*g, o, stream_);
+        if (!t.ok()) return t.status();
+        s.step_names.push_back(plan.steps[k].kernel);
+        s.step_us.push_back(std::move(t).value());
+      }
+    }
+    if (o.baseline && baseline_) {
+      // The obvious implementation routes with the same first step when the plan has one that only
+      // routes; its permutation comes from this set's routing, read to the host above.
+      const bool route_step = !plan.steps.empty() && plan.steps.front().last <= Stage::kBuildMaps;
+      MOEKIT_RETURN_IF_ERROR(baseline_->set_routing(s.topk_ids, weights, T));
+      auto bout = Tensor::empty(p.activation_dtype, {T, int64_t{p.hidden}}, Device::cuda());
+      if (!bout.ok()) return bout.status();
+      baseline_out_ = std::move(*bout);
+      MOEKIT_RETURN_IF_ERROR(poison(baseline_out_.view()));
+      auto g = graphs_of([&](const Copy& c, cudaStream_t st) -> Status {
+        if (route_step) MOEKIT_RETURN_IF_ERROR(runner_.run_step(*c.prepared, in, outs, workspace, Stream{st}, 0));
+        return baseline_->enqueue(c.weights, in.hidden, baseline_out_.view(), st);
+      });
+      if (!g.ok()) return g.status();
+      auto t = time_replays(*g, o, stream_);
+      if (!t.ok()) return t.status();
+      s.baseline_us = std::move(t).value();
+    }
+    // One more whole-layer replay, so that --refcheck sees the output of a complete call, not of a
+    // step replayed alone (a step that accumulates would have added to it).
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(layer->front().exec, stream_));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return s;
+  }
+
+  Result<Tensor> last_output() override { return to_host(out_); }
+  Result<Tensor> last_baseline_output() override {
+    if (baseline_out_.data() == nullptr) return Status::NotFound("no baseline output");
+    return to_host(baseline_out_);
+  }
+  std::string baseline_note() const override { return note_; }
+
+ private:
+  static Result<Tensor> to_host(const Tensor& d) {
+    auto t = Tensor::empty(d.dtype(), d.shape());
+    if (!t.ok()) return t.status();
+    MOEKIT_RETURN_IF_ERROR(copy_tensor(t->view(), d.view()));
+    return std::move(t).value();
+  }
+
+  const MoeRunner& runner_;
+  std::vector<Copy> copies_;
+  std::unique_ptr<CublasBaseline> baseline_;
+  std::string note_;
+  cudaStream_t stream_;
+  Tensor out_, baseline_out_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runner, const MoeWeights& host_weights,
+                                                          const CudaBenchConfig& config) {
+  std::vector<CudaLayerBench::Copy> copies(static_cast<size_t>(std::max(config.weight_copies, 1)));
+  for (CudaLayerBench::Copy& c : copies) {
+    c.weights = host_weights;
+    MoeWeights& w = c.weights;
+    std::vector<TensorView*> fields{&w.w13, &w.w2, &w.w13_bias, &w.w2_bias, &w.w13_scale, &w.w2_scale, &w.w13_zero_point,
+                                    &w.w2_zero_point, &w.w13_global_scale, &w.w2_global_scale, &w.w13_input_scale, &w.w2_input_scale,
+                                    &w.w13_pre_quant_scale, &w.w2_pre_quant_scale, &w.expert_map};
+    MOEKIT_RETURN_IF_ERROR(mirror(fields, c.storage));
+    auto prepared = runner.prepare_weights(w);
+    if (!prepared.ok()) return prepared.status();
+    c.prepared.emplace(std::move(prepared).value());
+  }
+  std::string note = fmt::format("GPU: {} weight cop{} rotated (L2 defeat). cuBLAS baseline: ", copies.size(), copies.size() == 1 ? "y" : "ies");
+  auto baseline = CublasBaseline::create(runner.problem());
+  if (baseline.ok())
+    note += "the fused layer's routing step when it has one of its own (else routing is not timed), permutation built on the host "
+            "from the routing read back once per set, gather, one cublasGemmEx per expert for gemm1, activation kernel, one per "
+            "expert for gemm2, weighted combine";
+  else
+    note += "none (" + baseline.status().message() + ")";
+  cudaStream_t stream = nullptr;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return std::unique_ptr<LayerBench>(new CudaLayerBench(runner, std::move(copies), baseline.ok() ? std::move(baseline).value() : nullptr,
+                                                        std::move(note), stream));
+}
+
+}  // namespace moekit::bench

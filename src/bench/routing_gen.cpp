@@ -1,0 +1,36 @@
+#include "bench/routing_gen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "moekit/float_formats.h"
+
+namespace moekit::bench {
+
+std::vector<int> popularity_ranks(int num_experts, const RoutingSkew& skew) {
+  std::vector<int> order(static_cast<size_t>(num_experts));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(skew.seed ^ 0x5A17C0DEull);
+  // Fisher-Yates with our own draws: std::shuffle's algorithm differs between standard libraries.
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  std::vector<int> rank(order.size());
+  for (size_t r = 0; r < order.size(); ++r) rank[static_cast<size_t>(order[r])] = static_cast<int>(r);
+  return rank;
+}
+
+void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint64_t set_seed) {
+  const int64_t T = logits.size(0), E = logits.size(1);
+  const std::vector<int> rank = popularity_ranks(static_cast<int>(E), skew);
+  std::vector<double> log_p(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) log_p[static_cast<size_t>(e)] = -skew.zipf_s * std::log(rank[static_cast<size_t>(e)] + 1.0);
+  std::mt19937_64 rng(set_seed * 0x9E3779B97F4A7C15ull + 17);
+  for (int64_t i = 0; i < T * E; ++i) {
+    // Gumbel(0, 1) from a uniform in (0, 1): 53 random bits, never 0.
+    const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+    store_element(logits.data(), logits.dtype(), i, log_p[static_cast<size_t>(i % E)] - std::log(-std::log(u)));
+  }
+}
+
+}  // namespace moekit::bench

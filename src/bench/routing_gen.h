@@ -1,0 +1,31 @@
+// Router logits for the benchmark: uniform expert popularity, or a Zipf-like skew.
+//
+// Each logit is log(p_e) + Gumbel noise, where p_e is expert e's popularity. The top-k of such
+// logits is a draw of k distinct experts without replacement, each step proportional to p (the
+// Gumbel-top-k trick), so with a softmax-style router the experts' load follows p exactly in
+// expectation. Uniform: p_e equal (s = 0). Zipf: the expert at popularity rank r (1 = hottest) has
+// p proportional to r^-s; which expert holds which rank is a permutation drawn from `seed`.
+// Routing methods that transform the logits (DeepSeek-V3's sigmoid, groups and bias) keep the
+// ordering of popularity, not its exact proportions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moekit/tensor.h"
+
+namespace moekit::bench {
+
+struct RoutingSkew {
+  double zipf_s = 0.0;      // 0: uniform
+  uint64_t seed = 1;        // which expert gets which popularity rank (fixed for a whole run)
+};
+
+// rank_of[e] = popularity rank of expert e (0 = hottest), a permutation drawn from skew.seed.
+std::vector<int> popularity_ranks(int num_experts, const RoutingSkew& skew);
+
+// Fills host logits [T, E] (f32 or bf16) with fresh noise from `set_seed` (one per measurement
+// set), biased by the popularity of `skew`. The same (skew, set_seed) gives the same bytes.
+void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint64_t set_seed);
+
+}  // namespace moekit::bench

@@ -1,0 +1,56 @@
+// `moekit bench --backend cpu` end to end on a tiny shape: the files it writes parse and agree with
+// each other. No timing is asserted.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(BenchCli, CpuRunWritesCsvJsonAndSvg) {
+  const auto dir = std::filesystem::temp_directory_path() / ("moekit_bench_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string args = "bench --backend cpu --experts 8 --top-k 2 --hidden 64 --intermediate 32 --tokens 1,5 --reps 2 --sets 2 "
+                           "--popularity zipf --zipf-s 1.1 --stages --refcheck --csv " + (dir / "r.csv").string() + " --json " +
+                           (dir / "r.json").string() + " --plot " + (dir / "r.svg").string();
+  const std::string cmd = std::string(MOEKIT_CLI_PATH) + " " + args + " > " + (dir / "stdout.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir / "stdout.txt");
+
+  const auto j = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_NE(j["command"].get<std::string>().find("--experts 8 --top-k 2 --hidden 64 --intermediate 32 --tokens 1,5"), std::string::npos);
+  int layers = 0;
+  for (const auto& r : j["rows"]) {
+    if (r["kind"] != "layer") continue;
+    ++layers;
+    EXPECT_EQ(r["method"], "moekit");
+    EXPECT_EQ(r["runs"], 4);  // 2 sets x 2 samples
+    EXPECT_EQ(r["refcheck_rel_l2"], 0.0);  // the CPU backend is bitwise the reference
+    EXPECT_GT(r["floor_us"].get<double>(), 0.0);
+    EXPECT_LE(r["experts_hit"].get<double>(), 2.0 * r["tokens"].get<double>());
+  }
+  EXPECT_EQ(layers, 2);
+  const std::string csv = slurp(dir / "r.csv");
+  EXPECT_EQ(csv.rfind("preset,shape,tokens,", 0), 0u);
+  EXPECT_NE(csv.find("custom,E=8 K=2 H=64 I=32 bf16,5,zipf s=1.1,moekit,layer,"), std::string::npos);
+  const std::string svg = slurp(dir / "r.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("<polyline class=\"floor\""), std::string::npos);
+  const std::string out = slurp(dir / "stdout.txt");
+  EXPECT_NE(out.find("reproduce : moekit bench"), std::string::npos);
+  EXPECT_NE(out.find("ceiling   : read bandwidth"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
