@@ -22,6 +22,7 @@
 #include "cuda/moe/sm90_grouped_gemm.h"
 #endif
 #include "moekit/cpu_reference.h"
+#include "moekit/plan.h"
 
 namespace moekit::cuda {
 namespace {
