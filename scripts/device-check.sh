@@ -5,6 +5,8 @@
 #   TARGETS   build targets (default: all)
 #   ARCHS     CUDA archs (default: 90a;80)
 #   CPU_TESTS regex of cpu tests to run as well (default: all)
+#   COMMIT    the commit the tree is (default: git's HEAD here; the GPU machine's copy may carry a
+#             stale .git, so pass it from the caller: COMMIT=$(git rev-parse --short HEAD))
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -13,7 +15,7 @@ mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD=build/device
 {
-  echo "== $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "== $(date -u +%FT%TZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
   nvcc --version | tail -2; cmake --version | head -1; ${CXX:-c++} --version | head -1; nproc
 } 2>&1 | tee "$OUT/env.txt"
@@ -22,7 +24,7 @@ set -e
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEKIT_CUDA=ON \
   -DMOEKIT_CUDA_ARCHS="${ARCHS:-90a;80}" \
   -DCMAKE_PREFIX_PATH="$ROOT/.deps/root/usr" \
-  -DMOEKIT_CUTLASS_DIR="$ROOT/third_party/cutlass-4.2.0" > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
+  -DMOEKIT_CUTLASS_DIR="$ROOT/third_party/cutlass-4.2.0" ${COMMIT:+-DMOEKIT_COMMIT=$COMMIT} > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 # shellcheck disable=SC2086
 ( time cmake --build "$BUILD" -j "$(nproc)" ${TARGETS:+--target $TARGETS} ) > "$OUT/build.txt" 2>&1 || { grep -E "error|FAILED" -A5 "$OUT/build.txt" | head -60; exit 1; }
 tail -4 "$OUT/build.txt"

@@ -26,6 +26,7 @@ constexpr int kMapsThreads = 1024;
 constexpr int kMapsItems = 4;  // kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows
 constexpr int kMaxFlatBits = 12;  // a flat (token, slot) index below 4096
 static_assert(kMapsThreads * kMapsItems == kSingleCtaMapsMaxRows && (1 << kMaxFlatBits) == kSingleCtaMapsMaxRows);
+constexpr int kRankMaxRows = 1024;  // up to here the maps rank keys by counting instead of sorting
 
 using BlockSort = cub::BlockRadixSort<uint32_t, kMapsThreads, kMapsItems>;
 using BlockScan = cub::BlockScan<int, kMapsThreads>;
@@ -34,6 +35,7 @@ struct MapsSmem {
   union {
     typename BlockSort::TempStorage sort;
     typename BlockScan::TempStorage scan;
+    uint32_t raw[1024];  // the small path's unsorted keys
   } tmp;
   uint32_t sorted[kSingleCtaMapsMaxRows];
   int prefix[kSingleCtaMapsMaxRows + 1];
@@ -91,9 +93,25 @@ __device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int flat_bit
   for (int j = 0; j < kMapsItems; ++j) s.prefix[tid * kMapsItems + j] = excl[j];
   if (tid == 0) s.prefix[n] = total;
   __syncthreads();
-  BlockSort(s.tmp.sort).Sort(keys, 0, end_bit);
+  if (n <= kRankMaxRows) {
+    // Few rows (decode): the keys are unique, so each one's sorted position is the number of keys
+    // below it; n comparisons per thread beat a radix sort's passes over the whole block.
+    uint32_t* unsorted = s.tmp.raw;
 #pragma unroll
-  for (int j = 0; j < kMapsItems; ++j) s.sorted[tid * kMapsItems + j] = keys[j];
+    for (int j = 0; j < kMapsItems; ++j)
+      if (tid * kMapsItems + j < n) unsorted[tid * kMapsItems + j] = keys[j];
+    __syncthreads();
+    for (int f = tid; f < n; f += kMapsThreads) {
+      const uint32_t mine = unsorted[f];
+      int rank = 0;
+      for (int j = 0; j < n; ++j) rank += unsorted[j] < mine;
+      s.sorted[rank] = mine;
+    }
+  } else {
+    BlockSort(s.tmp.sort).Sort(keys, 0, end_bit);
+#pragma unroll
+    for (int j = 0; j < kMapsItems; ++j) s.sorted[tid * kMapsItems + j] = keys[j];
+  }
   __syncthreads();
 
   const MapsOut& o = a.out;
