@@ -39,7 +39,7 @@ struct TileShape {
   static size_t smem_bytes(int experts) { return kPipelineBytes + (static_cast<size_t>(experts) + 1) * 8; }
 };
 
-using TileM16N64 = TileShape<16, 64, 64, 1, 4, 8>;  // decode: 8 stages keep ~80 KB of weights in flight per CTA
+using TileM16N64 = TileShape<16, 64, 64, 1, 4, 4>;  // 8 stages measured slower (2 CTAs per SM instead of 4)
 using TileM32N128 = TileShape<32, 128, 64, 1, 4, 4>;
 using TileM64N128 = TileShape<64, 128, 64, 2, 2, 4>;
 using TileM128N128 = TileShape<128, 128, 64, 2, 4, 3>;

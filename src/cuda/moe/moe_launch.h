@@ -186,7 +186,7 @@ struct GemmArgs {
   float* accumulator = nullptr;  // kAtomicAdd: [out_rows, N] f32, zeroed by the caller
 };
 // Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel.
-inline constexpr double kSm90MinRowsPerExpert = 24;
+inline constexpr double kSm90MinRowsPerExpert = 12;
 // The heuristic mma.sync tile for a GEMM of `rows_per_expert` expected rows per active expert.
 GemmTile choose_gemm_tile(double rows_per_expert);
 Status launch_grouped_gemm(const GemmArgs& a, void* stream);
