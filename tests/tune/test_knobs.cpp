@@ -38,9 +38,20 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   // No whole-layer implementation accepts T=32: "on" is not legal.
   EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
   EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
-  // A named GPU architecture without the CUDA backend in this build: only the generic fusion knobs.
+  // A named GPU architecture: the generic fusion knobs, and the CUDA backend's tiles when this build
+  // has it (its heuristic for 32 tokens x 8 slots over 128 experts: 2 rows per expert, the decode tile).
   const auto gpu_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm90"));
-  for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.")) << k.name;
+  if (!default_registry().has_backend(BackendKind::kCuda)) {
+    for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.")) << k.name;
+    return;
+  }
+  for (const char* name : {"gemm1.tile", "gemm2.tile"}) {
+    const KnobSpec* tile = find(gpu_space, name);
+    ASSERT_NE(tile, nullptr) << name;
+    EXPECT_EQ(tile->heuristic, "m16n64k64") << name;
+    EXPECT_NE(std::find(tile->values.begin(), tile->values.end(), "m128n256k64"), tile->values.end()) << name;
+  }
+  for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile")) << k.name;
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {
