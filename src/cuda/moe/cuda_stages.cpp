@@ -83,33 +83,32 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 #endif
 }
 
-struct ScratchLayout {
-  size_t row_dest = 0, accumulator = 0, maps = 0, sm90 = 0;  // offsets
-  size_t maps_bytes = 0, sm90_bytes = 0, total = 0;
+// The regions whose sizes follow from the shapes come first; the maps' sort scratch (sized by CUB)
+// is last and takes the rest, so carving at run time needs no CUB size query (the maps launcher
+// checks that the rest is enough).
+struct FixedScratch {
+  size_t row_dest = 0, accumulator = 0, sm90 = 0, maps = 0;  // offsets; maps = the fixed part's size
+  size_t sm90_bytes = 0;
 };
 
-Result<ScratchLayout> scratch_layout(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
-  ScratchLayout l;
-  l.row_dest = 0;
-  l.total = align256(static_cast<size_t>(max_rows) * 4);
-  l.accumulator = l.total;
-  if (combines(p)) l.total += align256(static_cast<size_t>(out_rows * p.hidden) * 4);
-  l.maps = l.total;
-  const auto f = p.input_format;
-  if ((f == InputFormat::kStandard || f == InputFormat::kPreRouted) && tokens * p.top_k > kSingleCtaMapsMaxRows)
-    MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &l.maps_bytes));
-  if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &l.maps_bytes));
-  l.total += align256(l.maps_bytes);
-  l.sm90 = l.total;
+FixedScratch fixed_scratch(const MoeProblem& p, int64_t max_rows, int64_t out_rows) {
+  FixedScratch l;
+  size_t end = align256(static_cast<size_t>(max_rows) * 4);
+  l.accumulator = end;
+  if (combines(p)) end += align256(static_cast<size_t>(out_rows * p.hidden) * 4);
+  l.sm90 = end;
   l.sm90_bytes = sm90_scratch_bytes(p);
-  l.total += align256(l.sm90_bytes);
+  l.maps = end + align256(l.sm90_bytes);
   return l;
 }
 
 Result<size_t> scratch_bytes(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
-  auto l = scratch_layout(p, tokens, max_rows, out_rows);
-  if (!l.ok()) return l.status();
-  return l->total;
+  size_t maps_bytes = 0;
+  const auto f = p.input_format;
+  if ((f == InputFormat::kStandard || f == InputFormat::kPreRouted) && tokens * p.top_k > kSingleCtaMapsMaxRows)
+    MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &maps_bytes));
+  if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &maps_bytes));
+  return fixed_scratch(p, max_rows, out_rows).maps + align256(maps_bytes);
 }
 
 struct Scratch {
@@ -122,15 +121,12 @@ struct Scratch {
 };
 
 Result<Scratch> carve(const StageContext& c) {
-  const auto f = c.problem.input_format;
-  const int64_t tokens = f == InputFormat::kMasked ? local_experts(c) * c.inputs.hidden.size(1) : num_tokens(c);
-  auto l = scratch_layout(c.problem, tokens, max_rows(c), out_rows(c));
-  if (!l.ok()) return l.status();
-  if (static_cast<size_t>(c.buffers.scratch.numel()) < l->total)
-    return Status::Internal(fmt::format("cuda scratch: {} bytes given, {} needed", c.buffers.scratch.numel(), l->total));
+  const FixedScratch l = fixed_scratch(c.problem, max_rows(c), out_rows(c));
+  const size_t given = static_cast<size_t>(c.buffers.scratch.numel());
+  if (given < l.maps) return Status::Internal(fmt::format("cuda scratch: {} bytes given, {} needed", given, l.maps));
   auto* base = ptr<unsigned char>(c.buffers.scratch);
-  return Scratch{reinterpret_cast<int32_t*>(base + l->row_dest), reinterpret_cast<float*>(base + l->accumulator), base + l->maps,
-                 l->maps_bytes, base + l->sm90, l->sm90_bytes};
+  return Scratch{reinterpret_cast<int32_t*>(base + l.row_dest), reinterpret_cast<float*>(base + l.accumulator), base + l.maps,
+                 given - l.maps, base + l.sm90, l.sm90_bytes};
 }
 
 // ---- routing and maps ------------------------------------------------------------------------------
@@ -319,20 +315,26 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   return a;
 }
 
-Status gemm1_stage(const StageContext& c) {
-  GemmArgs a = gemm_args(c, true);
-  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, ptr<float>(c.buffers.gemm1_out));
+// gemm1 or gemm2 into its float32 rows (gemm1_out / gemm2_out), on whichever kernel the plan's tile
+// names.
+Status gemm_rows_stage(const StageContext& c, bool first) {
+  GemmArgs a = gemm_args(c, first);
+  float* rows = ptr<float>(first ? c.buffers.gemm1_out : c.buffers.gemm2_out);
+  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, rows);
   a.epilogue = Epilogue::kStoreF32;
-  a.out_f32 = ptr<float>(c.buffers.gemm1_out);
+  a.out_f32 = rows;
   return launch_grouped_gemm(a, stream_of(c));
 }
+
+Status gemm1_stage(const StageContext& c) { return gemm_rows_stage(c, true); }
+Status gemm2_stage(const StageContext& c) { return gemm_rows_stage(c, false); }
 
 Status activation_stage(const StageContext& c);
 
 Status gemm1_activation_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, true);
-  if (a.tile == GemmTile::kSm90M128N256) {  // no activation epilogue: float32 rows, then the activation
-    MOEKIT_RETURN_IF_ERROR(sm90_gemm(c, a, ptr<float>(c.buffers.gemm1_out)));
+  if (a.tile == GemmTile::kSm90M128N256) {  // no activation epilogue: the two stages one after the other
+    MOEKIT_RETURN_IF_ERROR(gemm1_stage(c));
     return activation_stage(c);
   }
   a.epilogue = Epilogue::kActivation;
@@ -354,14 +356,6 @@ Status activation_stage(const StageContext& c) {
   a.alpha = p.activation.alpha;
   a.limit = p.activation.limit;
   return launch_activation(a, stream_of(c));
-}
-
-Status gemm2_stage(const StageContext& c) {
-  GemmArgs a = gemm_args(c, false);
-  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, ptr<float>(c.buffers.gemm2_out));
-  a.epilogue = Epilogue::kStoreF32;
-  a.out_f32 = ptr<float>(c.buffers.gemm2_out);
-  return launch_grouped_gemm(a, stream_of(c));
 }
 
 // ---- finalize --------------------------------------------------------------------------------------
@@ -391,13 +385,13 @@ Status finalize_stage(const StageContext& c) {
 // store; a combined output is an atomic add into a zeroed float32 accumulator, converted at the end.
 Status gemm2_finalize_stage(const StageContext& c) {
   const auto& p = c.problem;
-  auto s = carve(c);
-  if (!s.ok()) return s.status();
   GemmArgs a = gemm_args(c, false);
-  if (a.tile == GemmTile::kSm90M128N256) {  // no finalize epilogue: float32 rows, then the fixed-order finalize
-    MOEKIT_RETURN_IF_ERROR(sm90_gemm(c, a, ptr<float>(c.buffers.gemm2_out)));
+  if (a.tile == GemmTile::kSm90M128N256) {  // no finalize epilogue: gemm2's rows, then the fixed-order finalize
+    MOEKIT_RETURN_IF_ERROR(gemm2_stage(c));
     return finalize_stage(c);
   }
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
   a.row_dest = s->row_dest;
   a.row_weight = uses_weights(p) ? ptr<const float>(c.buffers.row_weight) : nullptr;
   a.scale = scale_of(p);
