@@ -18,6 +18,7 @@
 #include "gpu_test_util.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
+#include "moekit/layer_copy.h"
 #include "moekit/random_layer.h"
 #include "moekit/runner.h"
 
@@ -25,40 +26,11 @@ namespace moekit {
 namespace {
 
 // ---- host <-> device ----------------------------------------------------------------------------
-struct DeviceTensors {
-  std::vector<Tensor> keep;
-  TensorView up(const TensorView& host) {
-    if (!host.defined()) return {};
-    auto t = Tensor::empty(host.dtype(), host.shape(), Device::cuda(0));
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    EXPECT_TRUE(copy_tensor(*t, host).ok());
-    keep.push_back(std::move(*t));
-    return keep.back().view();
-  }
-};
-
-MoeWeights weights_on_device(const MoeWeights& w, DeviceTensors& d) {
-  MoeWeights g;
-  g.w13 = d.up(w.w13);
-  g.w2 = d.up(w.w2);
-  g.w13_bias = d.up(w.w13_bias);
-  g.w2_bias = d.up(w.w2_bias);
-  g.expert_map = d.up(w.expert_map);
-  return g;
-}
-
-MoeInputs inputs_on_device(const MoeInputs& in, DeviceTensors& d) {
-  MoeInputs g;
-  g.hidden = d.up(in.hidden);
-  g.router_logits = d.up(in.router_logits);
-  g.e_score_correction_bias = d.up(in.e_score_correction_bias);
-  g.topk_ids = d.up(in.topk_ids);
-  g.topk_weights = d.up(in.topk_weights);
-  g.masked_m = d.up(in.masked_m);
-  g.expert_offsets = d.up(in.expert_offsets);
-  g.gather_index = d.up(in.gather_index);
-  g.row_weights = d.up(in.row_weights);
-  return g;
+// The layer's tensors on the GPU (moekit/layer_copy.h), or a failed test.
+LayerCopy on_gpu(const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out) {
+  auto c = copy_layer(Device::cuda(0), w, in, out);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  return c.ok() ? std::move(c).value() : LayerCopy{};
 }
 
 std::vector<double> to_doubles(const TensorView& device) {
@@ -150,20 +122,20 @@ Outcome run_case(const Case& c, uint64_t seed) {
   const MoeInputs host_in = layer->inputs();
   const MoeOutputs host_out = layer->outputs();
 
-  DeviceTensors d;
-  const MoeWeights dw = weights_on_device(layer->weights, d);
-  const MoeInputs din = inputs_on_device(host_in, d);
-  MoeOutputs dout;
-  dout.out = d.up(host_out.out);
   const bool standard = p.input_format == InputFormat::kStandard;
   const int64_t T = host_in.hidden.size(0);
+  MoeOutputs wanted = host_out;
   Tensor ids_host, weights_host;
   if (standard && c.check_ids) {
     ids_host = std::move(*Tensor::empty(DType::kI32, {T, p.top_k}));
     weights_host = std::move(*Tensor::empty(DType::kF32, {T, p.top_k}));
-    dout.topk_ids = d.up(ids_host.view());
-    dout.topk_weights = d.up(weights_host.view());
+    wanted.topk_ids = ids_host.view();
+    wanted.topk_weights = weights_host.view();
   }
+  const LayerCopy gpu = on_gpu(layer->weights, host_in, wanted);
+  const MoeWeights& dw = gpu.weights;
+  const MoeInputs& din = gpu.inputs;
+  const MoeOutputs& dout = gpu.outputs;
 
   auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = c.fusions});
   EXPECT_TRUE(runner.ok()) << runner.status().to_string();
@@ -333,11 +305,10 @@ TEST(MoeCuda, GraphReplaysWithNewRouting) {
   const int64_t T = 77;
   auto layer = make_random_layer(p, {.num_tokens = T, .seed = 60});
   ASSERT_TRUE(layer.ok());
-  DeviceTensors d;
-  const MoeWeights dw = weights_on_device(layer->weights, d);
-  const MoeInputs din = inputs_on_device(layer->inputs(), d);
-  MoeOutputs dout;
-  dout.out = d.up(layer->out.view());
+  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
+  const MoeWeights& dw = gpu.weights;
+  const MoeInputs& din = gpu.inputs;
+  const MoeOutputs& dout = gpu.outputs;
   auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
   ASSERT_TRUE(runner.ok()) << runner.status().to_string();
   auto prepared = runner->prepare_weights(dw);
@@ -380,7 +351,6 @@ TEST(MoeCuda, BadInputsAreRejectedBeforeAnyLaunch) {
   MoeProblem p = base_problem(8, 2, kH, kI);
   auto layer = make_random_layer(p, {.num_tokens = 5, .seed = 80});
   ASSERT_TRUE(layer.ok());
-  DeviceTensors d;
   auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
   ASSERT_TRUE(runner.ok());
 
@@ -389,11 +359,11 @@ TEST(MoeCuda, BadInputsAreRejectedBeforeAnyLaunch) {
   ASSERT_FALSE(host_weights.ok());
   EXPECT_NE(host_weights.status().message().find("w13"), std::string::npos) << host_weights.status().to_string();
 
-  auto prepared = runner->prepare_weights(weights_on_device(layer->weights, d));
+  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
+  auto prepared = runner->prepare_weights(gpu.weights);
   ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
-  MoeInputs din = inputs_on_device(layer->inputs(), d);
-  MoeOutputs dout;
-  dout.out = d.up(layer->out.view());
+  const MoeInputs& din = gpu.inputs;
+  const MoeOutputs& dout = gpu.outputs;
   const size_t bytes = *runner->workspace_size(din);
   auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
   const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
