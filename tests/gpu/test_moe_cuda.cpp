@@ -85,6 +85,7 @@ struct Case {
   bool expert_map = false;  // an expert_map holding every other expert
   FusionControls fusions{};
   bool check_ids = true;
+  KernelChoice choice{};  // knob values (tiles, splits); empty: the heuristic's
 };
 
 MoeProblem base_problem(int E, int K, int H, int I) {
@@ -137,7 +138,7 @@ Outcome run_case(const Case& c, uint64_t seed) {
   const MoeInputs& din = gpu.inputs;
   const MoeOutputs& dout = gpu.outputs;
 
-  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = c.fusions});
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = c.fusions, .choice = c.choice});
   EXPECT_TRUE(runner.ok()) << runner.status().to_string();
   if (!runner.ok()) return result;
   auto prepared = runner->prepare_weights(dw);
@@ -280,6 +281,69 @@ TEST(MoeCuda, EveryFusionSwitchGivesTheSameLayer) {
       c.fusions.gemm2_finalize = (mask & 4) ? Switch::kOff : Switch::kAuto;
       expect_within_tolerance(c, 40 + T);
     }
+  }
+}
+
+// Every GEMM kernel on every epilogue it serves: gated (both layouts, GPT-OSS clamp) and plain
+// activations, biases, fused and unfused activation and finalize, no_combine, Masked; the stream
+// tiles also at each K split (which needs a compute capability 9.0 GPU).
+bool hopper() {
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 && minor == 0;
+}
+
+std::vector<Case> epilogue_cases() {
+  std::vector<Case> cases;
+  cases.push_back({"swiglu biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true});
+  Case oss{"gpt-oss clamped interleaved biases E16 K4 T3, finalize unfused", base_problem(16, 4, kH, kI), 3, true};
+  oss.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
+  oss.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  oss.fusions.gemm2_finalize = Switch::kOff;
+  cases.push_back(oss);
+  Case plain{"relu2 no_combine E4 K2 T5, activation unfused", base_problem(4, 2, kH, kI), 5};
+  plain.problem.activation.kind = Activation::kReLU2;
+  plain.problem.no_combine = true;
+  plain.fusions.gemm1_activation = Switch::kOff;
+  cases.push_back(plain);
+  Case masked{"masked silu E8 max_m 9", base_problem(8, 1, kH, kI), 9};
+  masked.problem.input_format = InputFormat::kMasked;
+  masked.problem.activation.kind = Activation::kSiLU;
+  cases.push_back(masked);
+  Case one{"f16 K8 E64 T1", base_problem(64, 8, kH, kI), 1};
+  one.problem.activation_dtype = DType::kF16;
+  cases.push_back(one);
+  return cases;
+}
+
+TEST(MoeCuda, EveryGemmTileGivesTheSameLayer) {
+  MOEKIT_REQUIRE_GPU();
+  const std::vector<std::string> tiles = {"stream_n8k128", "stream_n16k128", "stream_n32k128", "m16n64k64",
+                                          "m32n128k64",    "m64n128k64",     "m128n128k64",    "m128n256k64"};
+  uint64_t seed = 400;
+  for (const std::string& tile : tiles) {
+    for (Case c : epilogue_cases()) {
+      c.name = tile + ": " + c.name;
+      c.choice.knobs = {{"gemm1.tile", tile}, {"gemm2.tile", tile}};
+      expect_within_tolerance(c, ++seed);
+    }
+  }
+}
+
+TEST(MoeCuda, StreamTilesAtEveryKSplit) {
+  MOEKIT_REQUIRE_GPU();
+  if (!hopper()) GTEST_SKIP() << "K splits need thread-block clusters of the sm_90a kernels (a compute capability 9.0 GPU)";
+  uint64_t seed = 500;
+  for (const char* split : {"1", "2", "4", "8"}) {
+    for (Case c : epilogue_cases()) {
+      c.name = std::string("stream_n8k128 split ") + split + ": " + c.name;
+      c.choice.knobs = {{"gemm1.tile", "stream_n8k128"}, {"gemm2.tile", "stream_n8k128"}, {"gemm1.split", split}, {"gemm2.split", split}};
+      expect_within_tolerance(c, ++seed);
+    }
+    // A long K (H = 2880: 23 k tiles of 128) split unevenly.
+    Case wide{std::string("stream_n16k128 split ") + split + ": H2880 I1408 E8 K2 T7", base_problem(8, 2, 2880, 1408), 7, true};
+    wide.choice.knobs = {{"gemm1.tile", "stream_n16k128"}, {"gemm2.tile", "stream_n16k128"}, {"gemm1.split", split}, {"gemm2.split", split}};
+    expect_within_tolerance(wide, ++seed);
   }
 }
 

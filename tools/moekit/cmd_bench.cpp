@@ -46,6 +46,7 @@ struct BenchOptions {
   int64_t refcheck_tokens = 64;
   std::string csv, json, plot;
   uint64_t seed = 1;
+  std::string choice;  // knob values for every plan, "gemm1.tile=stream_n8k128;gemm2.split=2" (KernelChoice)
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -66,7 +67,8 @@ std::string repro(const BenchOptions& o) {
                      o.stages ? " --stages" : "", o.baseline ? "" : " --no-baseline",
                      o.refcheck ? fmt::format(" --refcheck --refcheck-tokens {}", o.refcheck_tokens) : "",
                      o.csv.empty() ? "" : " --csv " + o.csv, o.json.empty() ? "" : " --json " + o.json,
-                     o.plot.empty() ? "" : " --plot " + o.plot);
+                     o.plot.empty() ? "" : " --plot " + o.plot) +
+         (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
 }
 
 std::string today_utc() {
@@ -220,6 +222,8 @@ int run(BenchOptions o) {
   }
   auto fusions = o.problem.fusion_controls();
   if (!fusions.ok()) return fail(fusions.status());
+  auto knobs = KernelChoice::parse(o.choice);
+  if (!knobs.ok()) return fail(knobs.status().with_context("--choice"));
 
   BenchReport report;
   report.command = repro(o);
@@ -244,7 +248,7 @@ int run(BenchOptions o) {
   bool refcheck_ok = true;
   Progress progress(static_cast<int>(problems.size() * o.tokens.size()), stderr);
   for (const auto& [name, p] : problems) {
-    auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions});
+    auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions, .choice = *knobs});
     if (!runner.ok()) return fail(runner.status().with_context(name));
     progress.status(fmt::format("{}: random weights{}", name, gpu ? " and their upload" : ""));
     auto layer = make_random_layer(p, {.seed = o.seed, .weights_only = true});
@@ -340,6 +344,8 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the report as JSON to this file");
   cmd->add_option("--plot", o->plot, "Write an SVG plot (time versus tokens per preset, floor and methods) to this file");
   cmd->add_option("--seed", o->seed, "Random data seed")->capture_default_str();
+  cmd->add_option("--choice", o->choice,
+                  "Knob values for every plan, NAME=VALUE;... (`moekit explain` lists the knobs; a refused value stops the run)");
   return [cmd, o]() {
     if (!cmd->parsed() || !cmd->get_subcommands().empty()) return -1;
     return run(*o);

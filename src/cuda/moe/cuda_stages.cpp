@@ -62,6 +62,24 @@ int device_sm_count() {
   return count;
 }
 
+// Whether the stream tiles can split K over a thread-block cluster: the sm_90a kernels (which reduce
+// the split through distributed shared memory) on a compute capability 9.0 GPU.
+bool cluster_split_available() {
+#if MOEKIT_HAS_SM90_GEMM
+  static const bool available = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+      return false;
+    return major == 9 && minor == 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
 // Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, a Hopper GPU, no biases (it has
 // no bias epilogue).
 bool sm90_gemm_available(int compute_capability, bool biases) {
@@ -231,7 +249,10 @@ Status expand_stage(const StageContext& c) {
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
 // ---- knobs -----------------------------------------------------------------------------------------
-constexpr GemmTile kAllTiles[] = {GemmTile::kM16N64, GemmTile::kM32N128, GemmTile::kM64N128, GemmTile::kM128N128, GemmTile::kM128N256};
+constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, GemmTile::kStreamN32, GemmTile::kM16N64,
+                                  GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
+// The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
+constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach.
@@ -251,8 +272,11 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
     if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), sm90)),
-                     first ? Stage::kGemm1 : Stage::kGemm2});
+    const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), sm90)), stage});
+    // The split matters only on a GPU that can run clusters (sm_90 kernels).
+    if (device.compute_capability == 90)
+      knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
   return knobs;
 }
@@ -264,6 +288,14 @@ GemmTile tile_for(const StageContext& c, bool first) {
     if (v == gemm_tile_name(t)) return t;
   if (v == gemm_tile_name(GemmTile::kSm90M128N256)) return GemmTile::kSm90M128N256;
   return heuristic_tile(max_rows(c), local_experts(c), false);  // a step run without a plan's knobs
+}
+
+// The plan's K split of a stream tile (0: automatic).
+int split_for(const StageContext& c, bool first) {
+  const std::string_view v = knob_value(c, first ? "gemm1.split" : "gemm2.split", "auto");
+  for (const char* s : kSplits)
+    if (v == s && v != "auto") return std::stoi(s);
+  return 0;
 }
 
 // The sm_90a kernel: float32 rows into `d` (gemm1_out or gemm2_out); the caller adds what follows.
@@ -307,6 +339,9 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   a.n = first ? p.gemm1_rows() : p.hidden;
   a.k = first ? p.hidden : p.intermediate;
   a.tile = tile_for(c, first);
+  a.split = split_for(c, first);
+  a.clusters = cluster_split_available();
+  a.sm_count = device_sm_count();
   a.activation = static_cast<int>(p.activation.kind);
   a.gated = activation_is_gated(p.activation.kind);
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;

@@ -152,10 +152,12 @@ enum class Epilogue : uint8_t {
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
 // kSm90M128N256 is the CUTLASS sm_90a kernel (sm90_grouped_gemm.h): float32 output, no bias, no
-// epilogue fusion; the stages add the activation or finalize kernel after it.
-enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256, kSm90M128N256 };
+// epilogue fusion; the stages add the activation or finalize kernel after it. kStreamN* are the
+// weight-streaming kernel (stream_gemm.cuh) for 8, 16 or 32 routed rows per CTA.
+enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256, kSm90M128N256, kStreamN8, kStreamN16, kStreamN32 };
 const char* gemm_tile_name(GemmTile t);
 int gemm_tile_block_m(GemmTile t);
+bool is_stream_tile(GemmTile t);
 
 struct GemmArgs {
   Elem type = Elem::kBF16;  // A and B (f16 or bf16)
@@ -184,9 +186,16 @@ struct GemmArgs {
   const float* row_weight = nullptr;  // null: factor = scale
   float scale = 1.f;
   float* accumulator = nullptr;  // kAtomicAdd: [out_rows, N] f32, zeroed by the caller
+  // Stream tiles: the K split over a thread-block cluster (0: chosen from the grid), which needs
+  // `clusters` (sm_90 kernels on a Hopper GPU), and the GPU's SM count the automatic split aims at.
+  int split = 0;
+  bool clusters = false;
+  int sm_count = 0;
 };
 // Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel.
-inline constexpr double kSm90MinRowsPerExpert = 12;
+inline constexpr double kSm90MinRowsPerExpert = 20;
+// Up to this many rows per active expert the weight-streaming kernel runs.
+inline constexpr double kStreamMaxRowsPerExpert = 20;
 // The heuristic mma.sync tile for a GEMM of `rows_per_expert` expected rows per active expert.
 GemmTile choose_gemm_tile(double rows_per_expert);
 Status launch_grouped_gemm(const GemmArgs& a, void* stream);

@@ -64,27 +64,43 @@ __global__ void activation_kernel(ActivationArgs a) {
 
 // ---- finalize --------------------------------------------------------------------------------------
 // Output row o = sum over its dest rows, in dest order, of factor * gemm2_out[row]: four columns per
-// thread, so one output element's sum is one thread's, in a fixed order.
+// thread, so one output element's sum is one thread's, in a fixed order. The block first reads the
+// row's sources and factors into shared memory together, so that the row loads of the sum do not
+// wait on one another (a handful of rows: decode is otherwise a chain of dependent loads). Blocks
+// (o, column chunk): a few output rows still spread over several SMs.
+constexpr int kFinalizeRows = 64;  // sources staged per pass
+
 template <typename T>
 __global__ void finalize_kernel(FinalizeArgs a) {
+  __shared__ int64_t src[kFinalizeRows];
+  __shared__ float factor[kFinalizeRows];
   const int64_t o = blockIdx.x;
   const int64_t begin = a.dest_offsets[o], end = a.dest_offsets[o + 1];
   if (a.skip_empty && begin == end) return;
   const int64_t H = a.hidden;
-  T* out = static_cast<T*>(a.out) + o * H;
-  for (int64_t c = 4 * threadIdx.x; c < H; c += 4 * blockDim.x) {
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t r = a.dest_rows[i];
-      const float f = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
-      const float4 y = *reinterpret_cast<const float4*>(a.rows + r * H + c);
+  const int64_t c = 4 * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t base = begin; base < end; base += kFinalizeRows) {
+    const int n = end - base < kFinalizeRows ? static_cast<int>(end - base) : kFinalizeRows;
+    __syncthreads();
+    for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) {
+      const int64_t r = a.dest_rows[base + i];
+      src[i] = r;
+      factor[i] = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
+    }
+    __syncthreads();
+    if (c >= H) continue;
+#pragma unroll 4
+    for (int i = 0; i < n; ++i) {
+      const float f = factor[i];
+      const float4 y = *reinterpret_cast<const float4*>(a.rows + src[i] * H + c);
       acc.x = fmaf(f, y.x, acc.x);
       acc.y = fmaf(f, y.y, acc.y);
       acc.z = fmaf(f, y.z, acc.z);
       acc.w = fmaf(f, y.w, acc.w);
     }
-    detail::store4<T>(out + c, acc);
   }
+  if (c < H) detail::store4<T>(static_cast<T*>(a.out) + o * H + c, acc);
 }
 
 template <typename T>
@@ -117,9 +133,10 @@ Status launch_activation(const ActivationArgs& a, void* stream) {
 
 Status launch_finalize(const FinalizeArgs& a, void* stream) {
   if (a.out_rows == 0) return Status::Ok();
-  const unsigned threads = row_threads(a.hidden / 4);
-  if (a.type == Elem::kBF16) finalize_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.out_rows), threads, 0, as_stream(stream)>>>(a);
-  else finalize_kernel<__half><<<static_cast<unsigned>(a.out_rows), threads, 0, as_stream(stream)>>>(a);
+  const unsigned threads = row_threads(std::min<int64_t>(a.hidden / 4, 128));
+  const dim3 grid(static_cast<unsigned>(a.out_rows), static_cast<unsigned>(ceil_div(a.hidden / 4, threads)));
+  if (a.type == Elem::kBF16) finalize_kernel<__nv_bfloat16><<<grid, threads, 0, as_stream(stream)>>>(a);
+  else finalize_kernel<__half><<<grid, threads, 0, as_stream(stream)>>>(a);
   MOEKIT_CUDA_CHECK_LAUNCH("finalize_kernel");
   return Status::Ok();
 }

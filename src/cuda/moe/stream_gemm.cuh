@@ -1,0 +1,244 @@
+// The weight-streaming grouped GEMM for few rows per expert (decode): the same product as
+// grouped_gemm.cuh, computed transposed ("swap AB") so that the weights fill the tensor core's
+// 16-row side and the few routed rows its 8-column side:
+//
+//   C^T[n, rows of expert e] = B[e][n, :] . A[rows, :]^T      (mma.sync m16n8k16, f32 accumulators)
+//
+// A CTA owns 64 weight rows (4 warps x 16) and up to NT routed rows of one expert, so a token is
+// never padded to 64 rows; the weights stream once per NT rows through a 5-stage cp.async pipeline
+// (two CTAs per SM, about 160 KB in flight per SM). When the experts' tiles alone cannot fill the
+// GPU, the K range is split over a thread-block cluster of up to 8 CTAs (sm_90): each CTA streams
+// its slice, then rank 0 sums the partial tiles through distributed shared memory in rank order (a
+// fixed order: bitwise-deterministic) and runs the epilogue. Without clusters (sm_80) the split is 1.
+//
+// Epilogues as in grouped_gemm.cuh. For the gated activation the 16 weight rows of a warp are 8 gate
+// rows then the 8 matching up rows, so one lane holds both halves of an output in its accumulators.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#endif
+
+#include <cstdint>
+
+#include "cuda/common/device_utils.cuh"
+#include "cuda/moe/activation.cuh"
+#include "cuda/moe/grouped_gemm.cuh"
+#include "cuda/moe/moe_launch.h"
+
+namespace moekit::cuda::moe {
+
+template <int NT_>
+struct StreamShape {
+  static constexpr int NT = NT_;  // routed rows per CTA: the mma's n side, in blocks of 8
+  static constexpr int NB = NT / 8;
+  static constexpr int BW = 64;   // weight rows per CTA
+  static constexpr int BK = 128;  // 256 contiguous bytes of each weight row per stage
+  static constexpr int kStages = 5;
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int LDS = BK + 8;  // padded rows: ldmatrix's 8 rows fall in distinct banks
+  static constexpr int kMaxSplit = 8;  // the portable cluster size
+  static_assert(NT % 8 == 0 && NT <= 32, "8, 16 or 32 routed rows per CTA");
+  static constexpr size_t kPipelineBytes = static_cast<size_t>(kStages) * (BW + NT) * LDS * 2;
+  static size_t smem_bytes(int experts) { return kPipelineBytes + (static_cast<size_t>(experts) + 1) * 8; }
+};
+
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+
+template <typename T, class S, Epilogue kEpi>
+__global__ void __launch_bounds__(S::kThreads, 2)
+    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int BW = S::BW, NT = S::NT, NB = S::NB, BK = S::BK, LDS = S::LDS, kStages = S::kStages;
+  T* Ws = reinterpret_cast<T*>(smem);
+  T* Xs = Ws + kStages * BW * LDS;
+  int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
+  __shared__ TileWork work;
+
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
+  const int64_t linear = blockIdx.x / split;
+  const int rank = static_cast<int>(blockIdx.x % split);
+  const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
+
+  const int E = a.local_experts;
+  for (int i = tid; i <= E; i += S::kThreads) offs[i] = a.expert_offsets[i];
+  if (tid == 0) work.expert = -1;
+  __syncthreads();
+  if (warp == 0) find_tile<NT>(offs, E, tile_m, work, lane);
+  __syncthreads();
+  const int e = work.expert;
+  if (e < 0) return;  // every rank of the cluster returns here together
+  const int64_t row0 = work.row0, row_end = work.row_end;
+
+  const int64_t K = a.k, N = a.n;
+  constexpr bool kPaired = kEpi == Epilogue::kActivation;
+  const bool paired = kPaired && a.gated;
+  const int64_t inter = N / 2;
+  const int64_t n0 = tile_n * (paired ? BW / 2 : BW);
+  // Weight row of tile row j (-1 past the end). Paired: warp w's rows 0-7 are gate i, rows 8-15 up i,
+  // for i = n0 + 8w + (j % 8).
+  auto w_row = [&](int j) -> int64_t {
+    if (!paired) return n0 + j < N ? n0 + j : -1;
+    const int r = j % 16;
+    const int64_t i = n0 + (j / 16) * 8 + (r % 8);
+    if (i >= inter) return -1;
+    const bool up = r >= 8;
+    if (a.interleaved) return 2 * i + (up ? 1 : 0);
+    return up ? inter + i : i;
+  };
+
+  const T* X = static_cast<const T*>(a.a);
+  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
+  constexpr int kChunks = BK / 8;  // 16-byte chunks per row and stage
+  // Each thread's weight rows are fixed across stages: resolve them once.
+  constexpr int kWLoads = BW * kChunks / S::kThreads;
+  const T* w_src[kWLoads];
+#pragma unroll
+  for (int l = 0; l < kWLoads; ++l) {
+    const int c = tid + l * S::kThreads;
+    const int64_t wr = w_row(c / kChunks);
+    w_src[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
+  }
+  const int64_t k_tiles = (K + BK - 1) / BK;
+  const int64_t kt_begin = rank * k_tiles_per_split;
+  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
+  const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
+
+  auto load_stage = [&](int stage, int64_t kt) {
+    const int64_t k0 = kt * BK;
+    T* ws = Ws + stage * BW * LDS;
+    T* xs = Xs + stage * NT * LDS;
+#pragma unroll
+    for (int l = 0; l < kWLoads; ++l) {
+      const int c = tid + l * S::kThreads;
+      const int r = c / kChunks, kc = (c % kChunks) * 8;
+      const bool ok = w_src[l] != nullptr && k0 + kc < K;
+      detail::cp_async_16(ws + r * LDS + kc, ok ? w_src[l] + k0 : W, ok);
+    }
+    for (int c = tid; c < NT * kChunks; c += S::kThreads) {
+      const int r = c / kChunks, kc = (c % kChunks) * 8;
+      const int64_t row = row0 + r;
+      const bool ok = row < row_end && k0 + kc < K;
+      detail::cp_async_16(xs + r * LDS + kc, ok ? X + row * K + k0 + kc : X, ok);
+    }
+  };
+
+  float acc[NB][4];
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc[nb][q] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < count) load_stage(s, kt_begin + s);
+    detail::cp_async_commit();
+  }
+  for (int64_t it = 0; it < count; ++it) {
+    detail::cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int64_t next = it + kStages - 1;
+    if (next < count) load_stage(static_cast<int>(next % kStages), kt_begin + next);
+    detail::cp_async_commit();
+
+    const T* ws = Ws + (it % kStages) * BW * LDS + warp * 16 * LDS;
+    const T* xs = Xs + (it % kStages) * NT * LDS;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      uint32_t af[4];
+      ldmatrix_x4(af, ws + (lane % 16) * LDS + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        uint32_t bf[2];
+        ldmatrix_x2(bf, xs + (nb * 8 + lane % 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
+        detail::mma_16816<T>(acc[nb], af, bf[0], bf[1]);
+      }
+    }
+  }
+  detail::cp_async_wait<0>();
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (split > 1) {
+    // Split K: every rank parks its partial tile in its own shared memory (the pipeline is drained),
+    // rank 0 adds the others' in rank order, and the others wait until it has read them.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __syncthreads();
+    float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
+    cluster.sync();
+    if (rank == 0) {
+      for (int r = 1; r < split; ++r) {
+        const float* other = cluster.map_shared_rank(part, r);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
+      }
+    }
+    cluster.sync();
+    if (rank != 0) return;
+  }
+#endif
+
+  // ---- epilogue: lane (g, t) holds weight rows g and g + 8 of its warp, routed rows 2t and 2t + 1
+  // of each n8 block.
+  const int g = lane / 4, t = lane % 4;
+  const int64_t bias_base = static_cast<int64_t>(e) * N;
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int64_t row = row0 + nb * 8 + 2 * t + c;
+      if (row >= row_end) continue;
+      if constexpr (kPaired) {
+        if (paired) {
+          const int64_t gate_row = w_row(warp * 16 + g);
+          if (gate_row < 0) continue;
+          float gate = acc[nb][c], up = acc[nb][2 + c];
+          if (a.bias) {
+            gate += load_bias(a.bias, a.bias_type, bias_base + gate_row);
+            up += load_bias(a.bias, a.bias_type, bias_base + w_row(warp * 16 + g + 8));
+          }
+          const int64_t i = n0 + warp * 8 + g;
+          static_cast<T*>(a.out)[row * inter + i] = detail::from_float<T>(gated_act(a.activation, gate, up, a.alpha, a.limit));
+          continue;
+        }
+      }
+      float factor = 1.0f;
+      int64_t dest = 0;
+      if constexpr (kEpi == Epilogue::kAtomicAdd || kEpi == Epilogue::kStore) {
+        factor = a.scale * (a.row_weight ? a.row_weight[row] : 1.0f);
+        dest = a.row_dest[row];
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n = n0 + warp * 16 + g + h * 8;
+        if (n >= N) continue;
+        float v = acc[nb][2 * h + c];
+        if (a.bias) v += load_bias(a.bias, a.bias_type, bias_base + n);
+        if constexpr (kEpi == Epilogue::kStoreF32) {
+          a.out_f32[row * N + n] = v;
+        } else if constexpr (kEpi == Epilogue::kActivation) {
+          static_cast<T*>(a.out)[row * N + n] = detail::from_float<T>(plain_act(a.activation, v));
+        } else if constexpr (kEpi == Epilogue::kAtomicAdd) {
+          atomicAdd(a.accumulator + dest * N + n, factor * v);
+        } else {
+          static_cast<T*>(a.out)[dest * N + n] = detail::from_float<T>(factor * v);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace moekit::cuda::moe

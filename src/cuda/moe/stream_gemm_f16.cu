@@ -1,0 +1,6 @@
+// The f16 instantiations of the weight-streaming grouped GEMM.
+#include "cuda/moe/stream_gemm_launch.cuh"
+
+namespace moekit::cuda::moe {
+Status launch_stream_gemm_f16(const GemmArgs& a, void* stream) { return launch_stream_gemm_typed<__half>(a, stream); }
+}  // namespace moekit::cuda::moe

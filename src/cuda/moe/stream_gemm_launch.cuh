@@ -1,0 +1,86 @@
+// Host side of the weight-streaming grouped GEMM (stream_gemm.cuh): the grid, the split of K over
+// a thread-block cluster, and the dispatch of one element type's instantiations (included by one .cu
+// per type, so that the two compile in parallel).
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/stream_gemm.cuh"
+
+namespace moekit::cuda::moe {
+
+// The K split of a tile grid: `requested` when the caller gave one (1..kMaxSplit), else the smallest
+// split that gives every SM four CTAs (two resident, two waves) when the tiles alone cannot. Clusters
+// (sm_90) are needed for any split above 1.
+template <class S>
+int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles) {
+  if (!a.clusters) return 1;
+  int split = a.split;
+  if (split <= 0) {
+    const int64_t target = 4 * static_cast<int64_t>(std::max(a.sm_count, 1));
+    split = tiles >= target ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, ceil_div(target, tiles)));
+  }
+  split = static_cast<int>(std::clamp<int64_t>(split, 1, std::min<int64_t>(S::kMaxSplit, k_tiles)));
+  // No empty rank: the k tiles per rank, rounded up, decide how many ranks there are.
+  return static_cast<int>(ceil_div(k_tiles, ceil_div(k_tiles, split)));
+}
+
+template <typename T, class S, Epilogue kEpi>
+Status launch_stream_instance(const GemmArgs& a, void* stream) {
+  const int64_t R = a.max_rows;
+  if (R == 0) return Status::Ok();
+  const int64_t m_tiles = std::min(R, R / S::NT + std::min<int64_t>(a.local_experts, R));
+  const bool paired = kEpi == Epilogue::kActivation && a.gated;
+  const int64_t n_tiles = paired ? ceil_div(a.n / 2, S::BW / 2) : ceil_div(a.n, S::BW);
+  const int64_t k_tiles = ceil_div(a.k, S::BK);
+  const int split = stream_split<S>(a, m_tiles * n_tiles, k_tiles);
+  const int64_t per_split = ceil_div(k_tiles, split);
+  const int64_t blocks = m_tiles * n_tiles * split;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
+  const size_t smem = S::smem_bytes(a.local_experts);
+  auto kernel = stream_gemm_kernel<T, S, kEpi>;
+  MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(S::kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = as_stream(stream);
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(split);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = split > 1 ? 1 : 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, split, per_split));
+  MOEKIT_CUDA_CHECK_LAUNCH("stream_gemm_kernel");
+  return Status::Ok();
+}
+
+template <typename T, class S>
+Status launch_stream_shape(const GemmArgs& a, void* stream) {
+  switch (a.epilogue) {
+    case Epilogue::kStoreF32: return launch_stream_instance<T, S, Epilogue::kStoreF32>(a, stream);
+    case Epilogue::kActivation: return launch_stream_instance<T, S, Epilogue::kActivation>(a, stream);
+    case Epilogue::kAtomicAdd: return launch_stream_instance<T, S, Epilogue::kAtomicAdd>(a, stream);
+    case Epilogue::kStore: return launch_stream_instance<T, S, Epilogue::kStore>(a, stream);
+  }
+  return Status::Internal("stream GEMM: unknown epilogue");
+}
+
+template <typename T>
+Status launch_stream_gemm_typed(const GemmArgs& a, void* stream) {
+  switch (a.tile) {
+    case GemmTile::kStreamN8: return launch_stream_shape<T, StreamShape<8>>(a, stream);
+    case GemmTile::kStreamN16: return launch_stream_shape<T, StreamShape<16>>(a, stream);
+    case GemmTile::kStreamN32: return launch_stream_shape<T, StreamShape<32>>(a, stream);
+    default: break;
+  }
+  return Status::Internal("stream GEMM: not a stream tile");
+}
+
+}  // namespace moekit::cuda::moe
