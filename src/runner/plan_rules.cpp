@@ -120,6 +120,10 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
   return on(__func__, "an elementwise activation applies in the epilogue");
 }
 
+// gemm2_finalize_fusion on CUDA: below this many bytes of float32 gemm2 rows (written and read
+// once), the unfused finalize is the cheaper combine.
+constexpr double kFinalizeTrafficBytes = 16e6;
+
 Decision gemm2_finalize_fusion(const RuleInput& in) {
   const auto& p = in.problem;
   if (p.input_format == InputFormat::kMasked) return on(__func__, "each row has one destination: gemm2 stores it in place");
@@ -140,8 +144,19 @@ Decision gemm2_finalize_fusion(const RuleInput& in) {
     if (p.top_k > 2)
       return off(__func__, fmt::format("deterministic with top_k={}: atomic adds of 3 or more rows into one token depend on their order "
                                        "(with at most 2, 0+a+b == 0+b+a); the fixed-order finalize runs", p.top_k));
-    return on(__func__, fmt::format("deterministic with top_k={} <= 2: atomic adds into the zeroed output are order-independent", p.top_k));
   }
+  // The atomic combine costs two launches besides gemm2 (zeroing the float32 accumulator and
+  // converting it); the fixed-order finalize costs one, plus writing gemm2's float32 rows and
+  // reading them back. Few rows: that traffic is cheaper than the launches (measured on the H200,
+  // docs/perf-notes.md).
+  const int64_t rows = in.num_tokens * p.top_k;
+  const double row_bytes = static_cast<double>(rows) * static_cast<double>(p.hidden) * 8.0;
+  if (row_bytes <= kFinalizeTrafficBytes)
+    return off_for_cost(__func__, fmt::format("T*K={} rows x H={}: gemm2's float32 rows and a fixed-order finalize move {:.1f} MB, "
+                                              "cheaper than the atomic combine's two extra launches (zero, convert)",
+                                              rows, p.hidden, row_bytes / 1e6));
+  if (p.deterministic)
+    return on(__func__, fmt::format("deterministic with top_k={} <= 2: atomic adds into the zeroed output are order-independent", p.top_k));
   return on(__func__, "atomic adds of weighted rows into the zeroed output");
 }
 

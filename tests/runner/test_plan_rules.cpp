@@ -125,26 +125,46 @@ TEST(RuleGemm1Activation, PerTokenScalesDoNotFitACudaTile) {
 }
 
 // ---- gemm2_finalize_fusion ---------------------------------------------------------------------------
+// Enough tokens that the float32 rows of gemm2 outweigh two launches (the cost rule below).
+constexpr int64_t kMany = 65536;
+
 TEST(RuleGemm2Finalize, CudaDeterministicAllowsAtMostTwoAddends) {
   const auto h = sm("sm90");
   MoeProblem p = problem(8, 2);
   p.deterministic = true;
-  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 64, h, {}}).on);
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, kMany, h, {}}).on);
   p.top_k = 3;
-  const Decision d = rules::gemm2_finalize_fusion({p, 64, h, {}});
+  const Decision d = rules::gemm2_finalize_fusion({p, kMany, h, {}});
   EXPECT_FALSE(d.on);
   EXPECT_HAS(d.reason, "deterministic with top_k=3");
   p.deterministic = false;
-  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 64, h, {}}).on);
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, kMany, h, {}}).on);
   p.deterministic = true;
   p.no_combine = true;  // one destination per row: no addition at all
-  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 64, h, {}}).on);
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, kMany, h, {}}).on);
   p.no_combine = false;
   p.top_k = 2;
   p.input_format = InputFormat::kIndexed;  // any number of rows per token
-  EXPECT_HAS(rules::gemm2_finalize_fusion({p, 64, h, {}}).reason, "Indexed token may receive any number of rows");
+  EXPECT_HAS(rules::gemm2_finalize_fusion({p, kMany, h, {}}).reason, "Indexed token may receive any number of rows");
   p.input_format = InputFormat::kMasked;
-  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 64, h, {}}).on);
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, kMany, h, {}}).on);
+}
+
+TEST(RuleGemm2Finalize, CudaFewRowsTakeTheUnfusedFinalizeForCost) {
+  const auto h = sm("sm90");
+  MoeProblem p = problem(8, 2);
+  p.hidden = 4096;
+  // 1 token: 2 rows x 4096 x 8 bytes = 65 KB of float32 rows against two launches.
+  const Decision few = rules::gemm2_finalize_fusion({p, 1, h, {}});
+  EXPECT_FALSE(few.on);
+  EXPECT_TRUE(few.forceable);
+  EXPECT_HAS(few.reason, "T*K=2 rows x H=4096");
+  // 16e6 / (4096 * 8) = 488 rows: T=244 is the last unfused token count at K=2.
+  EXPECT_FALSE(rules::gemm2_finalize_fusion({p, 244, h, {}}).on);
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 245, h, {}}).on);
+  // One destination per row needs no combine: fused whatever the size.
+  p.no_combine = true;
+  EXPECT_TRUE(rules::gemm2_finalize_fusion({p, 1, h, {}}).on);
 }
 
 TEST(RuleGemm2Finalize, CpuTokenMajorOnlyWhenExpertsSeeAboutOneRow) {
@@ -224,7 +244,7 @@ TEST(PlanBuilder, SwitchesOverrideOnlyWhatMayBeOverridden) {
 
 TEST(PlanBuilder, ABackendWithoutImplementationsIsNotRunnableAndSaysSo) {
   Registry empty;
-  const MoePlan plan = make_plan(problem(), 16, sm("sm90"), {}, empty);
+  const MoePlan plan = make_plan(problem(), kMany, sm("sm90"), {}, empty);
   EXPECT_FALSE(plan.runnable);
   EXPECT_TRUE(plan.steps.empty());
   EXPECT_HAS(plan.backend.reason, "this build has no cuda backend");

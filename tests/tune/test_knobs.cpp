@@ -48,10 +48,19 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   for (const char* name : {"gemm1.tile", "gemm2.tile"}) {
     const KnobSpec* tile = find(gpu_space, name);
     ASSERT_NE(tile, nullptr) << name;
-    EXPECT_EQ(tile->heuristic, "m16n64k64") << name;
+    EXPECT_EQ(tile->heuristic, "stream_n8k128") << name;
     EXPECT_NE(std::find(tile->values.begin(), tile->values.end(), "m128n256k64"), tile->values.end()) << name;
   }
-  for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile")) << k.name;
+  // sm_90: the stream tiles' K split as well (thread-block clusters).
+  for (const char* name : {"gemm1.split", "gemm2.split"}) {
+    const KnobSpec* split = find(gpu_space, name);
+    ASSERT_NE(split, nullptr) << name;
+    EXPECT_EQ(split->heuristic, "auto") << name;
+  }
+  for (const auto& k : gpu_space)
+    EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split")) << k.name;
+  // sm_80 has no clusters: no split knob.
+  for (const auto& k : knob_space({p, 32, {}}, *DeviceTarget::named("sm80"))) EXPECT_FALSE(k.name.ends_with(".split")) << k.name;
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {

@@ -49,7 +49,9 @@ __global__ void activation_kernel(ActivationArgs a) {
   const bool gated = activation_is_gated_device(a.activation);
   const float* h = a.in + r * (gated ? 2 * I : I);
   T* out = static_cast<T*>(a.out) + r * I;
-  for (int64_t i = threadIdx.x; i < I; i += blockDim.x) {
+  // Blocks (row, column chunk): one element per thread, so a few long rows (decode) spread over SMs.
+  const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (i < I) {
     float v;
     if (gated) {
       const float g = a.interleaved ? h[2 * i] : h[i];
@@ -125,8 +127,9 @@ Status launch_expand(const ExpandArgs& a, void* stream) {
 Status launch_activation(const ActivationArgs& a, void* stream) {
   if (a.max_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(a.inter);
-  if (a.type == Elem::kBF16) activation_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
-  else activation_kernel<__half><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
+  const dim3 grid(static_cast<unsigned>(a.max_rows), static_cast<unsigned>(ceil_div(a.inter, threads)));
+  if (a.type == Elem::kBF16) activation_kernel<__nv_bfloat16><<<grid, threads, 0, as_stream(stream)>>>(a);
+  else activation_kernel<__half><<<grid, threads, 0, as_stream(stream)>>>(a);
   MOEKIT_CUDA_CHECK_LAUNCH("activation_kernel");
   return Status::Ok();
 }

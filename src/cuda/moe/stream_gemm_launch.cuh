@@ -12,38 +12,47 @@
 
 namespace moekit::cuda::moe {
 
-// The K split of a tile grid: `requested` when the caller gave one (1..kMaxSplit), else the smallest
-// split that gives every SM four CTAs (two resident, two waves) when the tiles alone cannot. Clusters
-// (sm_90) are needed for any split above 1.
+// The K split of a tile grid: `requested` when the caller gave one (1..kMaxSplit), else none when
+// the tiles cover every SM, and otherwise as many ranks as fit in the resident CTAs (`slots`), so the
+// grid stays one wave. Clusters (sm_90) are needed for any split above 1.
 template <class S>
-int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles) {
+int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, int64_t slots) {
   if (!a.clusters) return 1;
   int split = a.split;
-  if (split <= 0) {
-    const int64_t target = 4 * static_cast<int64_t>(std::max(a.sm_count, 1));
-    split = tiles >= target ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, ceil_div(target, tiles)));
-  }
+  if (split <= 0) split = tiles >= a.sm_count ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, slots / std::max<int64_t>(tiles, 1)));
   split = static_cast<int>(std::clamp<int64_t>(split, 1, std::min<int64_t>(S::kMaxSplit, k_tiles)));
   // No empty rank: the k tiles per rank, rounded up, decide how many ranks there are.
   return static_cast<int>(ceil_div(k_tiles, ceil_div(k_tiles, split)));
+}
+
+// CTAs of one instantiation resident on the whole GPU (the persistent grid); a host-side query.
+template <class Kernel>
+int64_t resident_ctas(Kernel kernel, int threads, size_t smem, int sm_count) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1) per_sm = 1;
+  return static_cast<int64_t>(per_sm) * std::max(sm_count, 1);
 }
 
 template <typename T, class S, Epilogue kEpi>
 Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const int64_t R = a.max_rows;
   if (R == 0) return Status::Ok();
+  // Tiles: the most NT-row tiles R rows can make, times the column tiles (empty ones end early).
   const int64_t m_tiles = std::min(R, R / S::NT + std::min<int64_t>(a.local_experts, R));
   const bool paired = kEpi == Epilogue::kActivation && a.gated;
   const int64_t n_tiles = paired ? ceil_div(a.n / 2, S::BW / 2) : ceil_div(a.n, S::BW);
+  const int64_t tiles = m_tiles * n_tiles;
   const int64_t k_tiles = ceil_div(a.k, S::BK);
-  const int split = stream_split<S>(a, m_tiles * n_tiles, k_tiles);
-  const int64_t per_split = ceil_div(k_tiles, split);
-  const int64_t blocks = m_tiles * n_tiles * split;
-  if (blocks > std::numeric_limits<int32_t>::max())
-    return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
   const size_t smem = S::smem_bytes(a.local_experts);
   auto kernel = stream_gemm_kernel<T, S, kEpi>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
+  const int64_t slots = resident_ctas(kernel, S::kThreads, smem, a.sm_count);
+  const int split = stream_split<S>(a, tiles, k_tiles, slots);
+  const int64_t per_split = ceil_div(k_tiles, split);
+  // Split: one tile per CTA. Else a persistent grid: at most the resident CTAs, walking the tiles.
+  const int64_t blocks = split > 1 ? tiles * split : std::min(tiles, slots);
+  if (blocks > std::numeric_limits<int32_t>::max())
+    return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   cfg.blockDim = dim3(S::kThreads);
@@ -56,7 +65,7 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = split > 1 ? 1 : 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, split, per_split));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, tiles, split, per_split));
   MOEKIT_CUDA_CHECK_LAUNCH("stream_gemm_kernel");
   return Status::Ok();
 }
