@@ -73,10 +73,12 @@ __device__ __forceinline__ TileWork find_tile_warp(const int64_t* offs, int expe
     const unsigned owners = __ballot_sync(0xFFFFFFFFu, own);
     if (owners != 0) {
       const int src = __ffs(owners) - 1;
-      const int64_t row0 = offs[e] + (tile - running - excl) * BM;
+      // Only lanes of real experts touch offs (it ends at offs[experts]).
+      const int64_t row0 = own ? offs[e] + (tile - running - excl) * BM : 0;
+      const int64_t row_end = own ? offs[e + 1] : 0;
       w.expert = __shfl_sync(0xFFFFFFFFu, e, src);
       w.row0 = __shfl_sync(0xFFFFFFFFu, row0, src);
-      w.row_end = __shfl_sync(0xFFFFFFFFu, e < experts ? offs[e + 1] : 0, src);
+      w.row_end = __shfl_sync(0xFFFFFFFFu, row_end, src);
       return w;
     }
     running += __shfl_sync(0xFFFFFFFFu, incl, 31);
