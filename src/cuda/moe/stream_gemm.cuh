@@ -6,12 +6,12 @@
 //
 // A CTA owns 64 weight rows (4 warps x 16) and up to NT routed rows of one expert, so a token is
 // never padded to 64 rows; the weights stream once per NT rows through a 5-stage cp.async pipeline
-// (two CTAs per SM, about 140 KB in flight per SM). Enough tiles: a persistent grid of the resident
-// CTAs, each walking its tiles with one pipeline that does not drain between them. Too few tiles to
-// fill the GPU: the K range is split over a thread-block cluster of up to 8 CTAs (sm_90), each CTA
-// streams its slice, then rank 0 sums the partial tiles through distributed shared memory in rank
-// order (a fixed order: bitwise-deterministic) and runs the epilogue. Without clusters (sm_80) the
-// split is 1.
+// (two CTAs per SM, about 140 KB in flight per SM), one tile per CTA. When the experts' tiles alone
+// cannot cover the SMs, the K range is split over a thread-block cluster of up to 8 CTAs (sm_90):
+// each CTA streams its slice, then rank 0 sums the partial tiles through distributed shared memory
+// in rank order (a fixed order: bitwise-deterministic) and runs the epilogue. Without clusters
+// (sm_80) the split is 1. A persistent variant (resident CTAs walking the tiles with one pipeline)
+// measured up to 2x slower on the H200 and was dropped (docs/perf-notes.md).
 //
 // Epilogues as in grouped_gemm.cuh. For the gated activation the 16 weight rows of a warp are 8 gate
 // rows then the 8 matching up rows, so one lane holds both halves of an output in its accumulators.
@@ -53,73 +53,40 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
 }
 
-// find_tile for every lane of the calling warp (the owner lane's answer broadcast), so that each
-// warp can look tiles up on its own without a block barrier.
-template <int BM>
-__device__ __forceinline__ TileWork find_tile_warp(const int64_t* offs, int experts, int64_t tile, int lane) {
-  TileWork w{-1, 0, 0};
-  int64_t running = 0;
-  for (int base = 0; base < experts; base += 32) {
-    const int e = base + lane;
-    const int64_t cnt = e < experts ? (offs[e + 1] - offs[e] + BM - 1) / BM : 0;
-    int64_t incl = cnt;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int64_t v = __shfl_up_sync(0xFFFFFFFFu, incl, off);
-      if (lane >= off) incl += v;
-    }
-    const int64_t excl = incl - cnt;
-    const bool own = cnt > 0 && running + excl <= tile && tile < running + incl;
-    const unsigned owners = __ballot_sync(0xFFFFFFFFu, own);
-    if (owners != 0) {
-      const int src = __ffs(owners) - 1;
-      // Only lanes of real experts touch offs (it ends at offs[experts]).
-      const int64_t row0 = own ? offs[e] + (tile - running - excl) * BM : 0;
-      const int64_t row_end = own ? offs[e + 1] : 0;
-      w.expert = __shfl_sync(0xFFFFFFFFu, e, src);
-      w.row0 = __shfl_sync(0xFFFFFFFFu, row0, src);
-      w.row_end = __shfl_sync(0xFFFFFFFFu, row_end, src);
-      return w;
-    }
-    running += __shfl_sync(0xFFFFFFFFu, incl, 31);
-  }
-  return w;
-}
-
-// Work items are (tile, K range). With split > 1 the grid is tiles x split, one item per CTA, and a
-// tile's ranks form a cluster. With split 1 the grid is at most the resident CTAs and each CTA walks
-// tiles blockIdx.x, + gridDim.x, ...: the cp.async pipeline runs on across tile boundaries, so no
-// CTA waits on a cold pipeline or a fresh launch between tiles. Tiles are numbered M-major; the tiles
-// past the experts' last one hold no rows, so a CTA stops at its first empty tile.
 template <typename T, class S, Epilogue kEpi>
 __global__ void __launch_bounds__(S::kThreads, 2)
-    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int64_t tiles, int split, int64_t k_tiles_per_split) {
+    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int BW = S::BW, NT = S::NT, NB = S::NB, BK = S::BK, LDS = S::LDS, kStages = S::kStages;
   T* Ws = reinterpret_cast<T*>(smem);
   T* Xs = Ws + kStages * BW * LDS;
   int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
+  __shared__ TileWork work;
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
+  const int64_t linear = blockIdx.x / split;
   const int rank = static_cast<int>(blockIdx.x % split);
-  const int64_t first_tile = blockIdx.x / split, tile_stride = gridDim.x / split;
+  const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
 
   const int E = a.local_experts;
   for (int i = tid; i <= E; i += S::kThreads) offs[i] = a.expert_offsets[i];
+  if (tid == 0) work.expert = -1;
   __syncthreads();
+  if (warp == 0) find_tile<NT>(offs, E, tile_m, work, lane);
+  __syncthreads();
+  const int e = work.expert;
+  if (e < 0) return;  // every rank of the cluster returns here together
+  const int64_t row0 = work.row0, row_end = work.row_end;
 
   const int64_t K = a.k, N = a.n;
-  const int64_t k_tiles = (K + BK - 1) / BK;
-  const int64_t kt_begin = rank * k_tiles_per_split;
-  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
-  if (kt_end <= kt_begin) return;  // cannot happen with the launcher's split; no cluster peer waits on it
   constexpr bool kPaired = kEpi == Epilogue::kActivation;
   const bool paired = kPaired && a.gated;
   const int64_t inter = N / 2;
-  const int64_t tile_cols = paired ? BW / 2 : BW;
-  // Weight row of tile row j for a tile starting at output column n0 (-1 past the end). Paired: warp
-  // w's rows 0-7 are gate i, rows 8-15 up i, for i = n0 + 8w + (j % 8).
-  auto w_row = [&](int64_t n0, int j) -> int64_t {
+  const int64_t n0 = tile_n * (paired ? BW / 2 : BW);
+  // Weight row of tile row j (-1 past the end). Paired: warp w's rows 0-7 are gate i, rows 8-15 up i,
+  // for i = n0 + 8w + (j % 8).
+  auto w_row = [&](int j) -> int64_t {
     if (!paired) return n0 + j < N ? n0 + j : -1;
     const int r = j % 16;
     const int64_t i = n0 + (j / 16) * 8 + (r % 8);
@@ -128,50 +95,42 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     if (a.interleaved) return 2 * i + (up ? 1 : 0);
     return up ? inter + i : i;
   };
-  auto lookup = [&](int64_t tile) -> TileWork {
-    if (tile >= tiles) return TileWork{-1, 0, 0};
-    return find_tile_warp<NT>(offs, E, tile / n_tiles, lane);
-  };
 
   const T* X = static_cast<const T*>(a.a);
-  const T* W0 = static_cast<const T*>(a.b);
+  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
   constexpr int kChunks = BK / 8;  // 16-byte chunks per row and stage
+  // Each thread's weight rows are fixed across stages: resolve them once.
   constexpr int kWLoads = BW * kChunks / S::kThreads;
+  const T* w_src[kWLoads];
+#pragma unroll
+  for (int l = 0; l < kWLoads; ++l) {
+    const int c = tid + l * S::kThreads;
+    const int64_t wr = w_row(c / kChunks);
+    w_src[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
+  }
+  const int64_t k_tiles = (K + BK - 1) / BK;
+  const int64_t kt_begin = rank * k_tiles_per_split;
+  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
+  const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
 
-  // The load cursor runs kStages - 1 k tiles ahead of the compute cursor, across tiles.
-  int64_t ld_tile = first_tile, ld_k = kt_begin;
-  TileWork ld = lookup(ld_tile);
-  auto load_next = [&](int stage) {
-    if (ld.expert < 0) return;
-    const int64_t k0 = ld_k * BK;
-    const int64_t n0 = (ld_tile % n_tiles) * tile_cols;
-    const T* W = W0 + static_cast<int64_t>(ld.expert) * N * K;
+  auto load_stage = [&](int stage, int64_t kt) {
+    const int64_t k0 = kt * BK;
     T* ws = Ws + stage * BW * LDS;
     T* xs = Xs + stage * NT * LDS;
 #pragma unroll
     for (int l = 0; l < kWLoads; ++l) {
       const int c = tid + l * S::kThreads;
       const int r = c / kChunks, kc = (c % kChunks) * 8;
-      const int64_t wr = w_row(n0, r);
-      const bool ok = wr >= 0 && k0 + kc < K;
-      detail::cp_async_16(ws + r * LDS + kc, ok ? W + wr * K + k0 + kc : W0, ok);
+      const bool ok = w_src[l] != nullptr && k0 + kc < K;
+      detail::cp_async_16(ws + r * LDS + kc, ok ? w_src[l] + k0 : W, ok);
     }
     for (int c = tid; c < NT * kChunks; c += S::kThreads) {
       const int r = c / kChunks, kc = (c % kChunks) * 8;
-      const int64_t row = ld.row0 + r;
-      const bool ok = row < ld.row_end && k0 + kc < K;
+      const int64_t row = row0 + r;
+      const bool ok = row < row_end && k0 + kc < K;
       detail::cp_async_16(xs + r * LDS + kc, ok ? X + row * K + k0 + kc : X, ok);
     }
-    if (++ld_k == kt_end) {
-      ld_k = kt_begin;
-      ld_tile += tile_stride;
-      ld = lookup(ld_tile);
-    }
   };
-
-  int64_t tile = first_tile;
-  TileWork cur = ld;
-  if (cur.expert < 0) return;  // every rank of a cluster returns here together
 
   float acc[NB][4];
 #pragma unroll
@@ -181,20 +140,18 @@ __global__ void __launch_bounds__(S::kThreads, 2)
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    load_next(s);
+    if (s < count) load_stage(s, kt_begin + s);
     detail::cp_async_commit();
   }
-  int stage = 0;
-  int64_t k = kt_begin;
-  const int g = lane / 4, t = lane % 4;
-  while (true) {
+  for (int64_t it = 0; it < count; ++it) {
     detail::cp_async_wait<kStages - 2>();
     __syncthreads();
-    load_next((stage + kStages - 1) % kStages);
+    const int64_t next = it + kStages - 1;
+    if (next < count) load_stage(static_cast<int>(next % kStages), kt_begin + next);
     detail::cp_async_commit();
 
-    const T* ws = Ws + stage * BW * LDS + warp * 16 * LDS;
-    const T* xs = Xs + stage * NT * LDS;
+    const T* ws = Ws + (it % kStages) * BW * LDS + warp * 16 * LDS;
+    const T* xs = Xs + (it % kStages) * NT * LDS;
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
       uint32_t af[4];
@@ -206,98 +163,84 @@ __global__ void __launch_bounds__(S::kThreads, 2)
         detail::mma_16816<T>(acc[nb], af, bf[0], bf[1]);
       }
     }
-    stage = (stage + 1) % kStages;
-    if (++k < kt_end) continue;
+  }
+  detail::cp_async_wait<0>();
 
-    // ---- the tile is complete
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split > 1) {
-      // Split K (one tile per CTA): every rank parks its partial tile in its own shared memory (the
-      // pipeline is drained), rank 0 adds the others' in rank order, the others wait until it has
-      // read them.
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      detail::cp_async_wait<0>();
-      __syncthreads();
-      float* part = reinterpret_cast<float*>(smem);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
-      cluster.sync();
-      if (rank == 0) {
-        for (int r = 1; r < split; ++r) {
-          const float* other = cluster.map_shared_rank(part, r);
-#pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
-        }
-      }
-      cluster.sync();
-      if (rank != 0) return;
-    }
-#endif
-    // Epilogue: lane (g, t) holds weight rows g and g + 8 of its warp, routed rows 2t and 2t + 1 of
-    // each n8 block.
-    const int e = cur.expert;
-    const int64_t n0 = (tile % n_tiles) * tile_cols;
-    const int64_t bias_base = static_cast<int64_t>(e) * N;
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int64_t row = cur.row0 + nb * 8 + 2 * t + c;
-        if (row >= cur.row_end) continue;
-        if constexpr (kPaired) {
-          if (paired) {
-            const int64_t gate_row = w_row(n0, warp * 16 + g);
-            if (gate_row < 0) continue;
-            float gate = acc[nb][c], up = acc[nb][2 + c];
-            if (a.bias) {
-              gate += load_bias(a.bias, a.bias_type, bias_base + gate_row);
-              up += load_bias(a.bias, a.bias_type, bias_base + w_row(n0, warp * 16 + g + 8));
-            }
-            const int64_t i = n0 + warp * 8 + g;
-            static_cast<T*>(a.out)[row * inter + i] = detail::from_float<T>(gated_act(a.activation, gate, up, a.alpha, a.limit));
-            continue;
-          }
-        }
-        float factor = 1.0f;
-        int64_t dest = 0;
-        if constexpr (kEpi == Epilogue::kAtomicAdd || kEpi == Epilogue::kStore) {
-          factor = a.scale * (a.row_weight ? a.row_weight[row] : 1.0f);
-          dest = a.row_dest[row];
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int64_t n = n0 + warp * 16 + g + h * 8;
-          if (n >= N) continue;
-          float v = acc[nb][2 * h + c];
-          if (a.bias) v += load_bias(a.bias, a.bias_type, bias_base + n);
-          if constexpr (kEpi == Epilogue::kStoreF32) {
-            a.out_f32[row * N + n] = v;
-          } else if constexpr (kEpi == Epilogue::kActivation) {
-            static_cast<T*>(a.out)[row * N + n] = detail::from_float<T>(plain_act(a.activation, v));
-          } else if constexpr (kEpi == Epilogue::kAtomicAdd) {
-            atomicAdd(a.accumulator + dest * N + n, factor * v);
-          } else {
-            static_cast<T*>(a.out)[dest * N + n] = detail::from_float<T>(factor * v);
-          }
-        }
-      }
-    }
+  if (split > 1) {
+    // Split K: every rank parks its partial tile in its own shared memory (the pipeline is drained),
+    // rank 0 adds the others' in rank order, and the others wait until it has read them.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __syncthreads();
+    float* part = reinterpret_cast<float*>(smem);
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) acc[nb][q] = 0.0f;
-    // The next tile (the load cursor is already past it, or has stopped).
-    tile += tile_stride;
-    cur = lookup(tile);
-    if (cur.expert < 0) break;
-    k = kt_begin;
+      for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
+    cluster.sync();
+    if (rank == 0) {
+      for (int r = 1; r < split; ++r) {
+        const float* other = cluster.map_shared_rank(part, r);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
+      }
+    }
+    cluster.sync();
+    if (rank != 0) return;
   }
-  detail::cp_async_wait<0>();
+#endif
+
+  // ---- epilogue: lane (g, t) holds weight rows g and g + 8 of its warp, routed rows 2t and 2t + 1
+  // of each n8 block.
+  const int g = lane / 4, t = lane % 4;
+  const int64_t bias_base = static_cast<int64_t>(e) * N;
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int64_t row = row0 + nb * 8 + 2 * t + c;
+      if (row >= row_end) continue;
+      if constexpr (kPaired) {
+        if (paired) {
+          const int64_t gate_row = w_row(warp * 16 + g);
+          if (gate_row < 0) continue;
+          float gate = acc[nb][c], up = acc[nb][2 + c];
+          if (a.bias) {
+            gate += load_bias(a.bias, a.bias_type, bias_base + gate_row);
+            up += load_bias(a.bias, a.bias_type, bias_base + w_row(warp * 16 + g + 8));
+          }
+          const int64_t i = n0 + warp * 8 + g;
+          static_cast<T*>(a.out)[row * inter + i] = detail::from_float<T>(gated_act(a.activation, gate, up, a.alpha, a.limit));
+          continue;
+        }
+      }
+      float factor = 1.0f;
+      int64_t dest = 0;
+      if constexpr (kEpi == Epilogue::kAtomicAdd || kEpi == Epilogue::kStore) {
+        factor = a.scale * (a.row_weight ? a.row_weight[row] : 1.0f);
+        dest = a.row_dest[row];
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n = n0 + warp * 16 + g + h * 8;
+        if (n >= N) continue;
+        float v = acc[nb][2 * h + c];
+        if (a.bias) v += load_bias(a.bias, a.bias_type, bias_base + n);
+        if constexpr (kEpi == Epilogue::kStoreF32) {
+          a.out_f32[row * N + n] = v;
+        } else if constexpr (kEpi == Epilogue::kActivation) {
+          static_cast<T*>(a.out)[row * N + n] = detail::from_float<T>(plain_act(a.activation, v));
+        } else if constexpr (kEpi == Epilogue::kAtomicAdd) {
+          atomicAdd(a.accumulator + dest * N + n, factor * v);
+        } else {
+          static_cast<T*>(a.out)[dest * N + n] = detail::from_float<T>(factor * v);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace moekit::cuda::moe

@@ -25,7 +25,7 @@ int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, int64_t slot
   return static_cast<int>(ceil_div(k_tiles, ceil_div(k_tiles, split)));
 }
 
-// CTAs of one instantiation resident on the whole GPU (the persistent grid); a host-side query.
+// CTAs of one instantiation resident on the whole GPU at once (a host-side query).
 template <class Kernel>
 int64_t resident_ctas(Kernel kernel, int threads, size_t smem, int sm_count) {
   int per_sm = 0;
@@ -49,8 +49,7 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const int64_t slots = resident_ctas(kernel, S::kThreads, smem, a.sm_count);
   const int split = stream_split<S>(a, tiles, k_tiles, slots);
   const int64_t per_split = ceil_div(k_tiles, split);
-  // Split: one tile per CTA. Else a persistent grid: at most the resident CTAs, walking the tiles.
-  const int64_t blocks = split > 1 ? tiles * split : std::min(tiles, slots);
+  const int64_t blocks = tiles * split;  // one tile (and K range) per CTA
   if (blocks > std::numeric_limits<int32_t>::max())
     return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
   cudaLaunchConfig_t cfg = {};
@@ -65,7 +64,7 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = split > 1 ? 1 : 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, tiles, split, per_split));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, split, per_split));
   MOEKIT_CUDA_CHECK_LAUNCH("stream_gemm_kernel");
   return Status::Ok();
 }
