@@ -255,11 +255,13 @@ constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, Ge
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
-// Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach.
+// Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach;
+// few: the weight-streaming kernel (up to 20 rows when the experts are few and large, 12 otherwise).
 GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
-  if (sm90 && rows_per_expert > kSm90MinRowsPerExpert) return GemmTile::kSm90M128N256;
+  const double stream_max = local_experts <= kStreamFewExperts ? kStreamMaxRowsPerExpert : kSm90MinRowsPerExpert;
+  if (sm90 && rows_per_expert > stream_max) return GemmTile::kSm90M128N256;
   return choose_gemm_tile(rows_per_expert);
 }
 
