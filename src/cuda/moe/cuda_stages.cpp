@@ -64,20 +64,25 @@ int device_sm_count() {
 
 // Whether the stream tiles can split K over a thread-block cluster: the sm_90a kernels (which reduce
 // the split through distributed shared memory) on a compute capability 9.0 GPU.
-bool cluster_split_available() {
+bool cluster_split_available(int compute_capability) {
 #if MOEKIT_HAS_SM90_GEMM
-  static const bool available = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return false;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
-      return false;
-    return major == 9 && minor == 0;
-  }();
-  return available;
+  return compute_capability == 90;
 #else
+  (void)compute_capability;
   return false;
 #endif
+}
+
+// The compute capability of the current GPU (as 90 for 9.0), read once.
+int device_compute_capability() {
+  static const int cc = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+      return 0;
+    return 10 * major + minor;
+  }();
+  return cc;
 }
 
 // Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, a Hopper GPU, no biases (it has
@@ -276,8 +281,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), sm90)), stage});
-    // The split matters only on a GPU that can run clusters (sm_90 kernels).
-    if (device.compute_capability == 90)
+    // The split matters only where the stream tiles can run clusters.
+    if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
   return knobs;
@@ -342,7 +347,7 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   a.k = first ? p.hidden : p.intermediate;
   a.tile = tile_for(c, first);
   a.split = split_for(c, first);
-  a.clusters = cluster_split_available();
+  a.clusters = cluster_split_available(device_compute_capability());
   a.sm_count = device_sm_count();
   a.activation = static_cast<int>(p.activation.kind);
   a.gated = activation_is_gated(p.activation.kind);

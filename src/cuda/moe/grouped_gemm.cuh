@@ -89,6 +89,20 @@ __device__ __forceinline__ void find_tile(const int64_t* offs, int experts, int6
   }
 }
 
+// The CTA's tile, block-wide: expert_offsets into shared `offs` ([E_local + 1]), then warp 0 scans
+// it; every thread gets the answer (expert -1: no tile). `work` is the block's shared slot.
+template <int BM>
+__device__ __forceinline__ TileWork block_find_tile(const GemmArgs& a, int64_t* offs, TileWork& work, int64_t tile_m) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int E = a.local_experts;
+  for (int i = tid; i <= E; i += blockDim.x) offs[i] = a.expert_offsets[i];
+  if (tid == 0) work.expert = -1;
+  __syncthreads();
+  if (tid < 32) find_tile<BM>(offs, E, tile_m, work, tid);
+  __syncthreads();
+  return work;
+}
+
 template <typename T, class S, Epilogue kEpi>
 __global__ void __launch_bounds__(S::kThreads) grouped_gemm_kernel(GemmArgs a, int64_t m_tiles, int64_t n_tiles) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -107,15 +121,10 @@ __global__ void __launch_bounds__(S::kThreads) grouped_gemm_kernel(GemmArgs a, i
   const int64_t tile_m = group * S::kGroupM + in_group % group_m;
   const int64_t tile_n = in_group / group_m;
 
-  const int E = a.local_experts;
-  for (int i = tid; i <= E; i += S::kThreads) offs[i] = a.expert_offsets[i];
-  if (tid == 0) work.expert = -1;
-  __syncthreads();
-  if (warp == 0) find_tile<BM>(offs, E, tile_m, work, lane);
-  __syncthreads();
-  const int e = work.expert;
+  const TileWork tile = block_find_tile<BM>(a, offs, work, tile_m);
+  const int e = tile.expert;
   if (e < 0) return;
-  const int64_t row0 = work.row0, row_end = work.row_end;
+  const int64_t row0 = tile.row0, row_end = tile.row_end;
 
   const int64_t K = a.k, N = a.n;
   // gemm1 + gated activation: the tile holds BN/2 outputs, its B rows pair gate and up (row 2j is

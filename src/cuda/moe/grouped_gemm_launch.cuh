@@ -32,13 +32,7 @@ Status launch_gemm_instance(const GemmArgs& a, void* stream) {
 
 template <typename T, class S>
 Status launch_gemm_tile(const GemmArgs& a, void* stream) {
-  switch (a.epilogue) {
-    case Epilogue::kStoreF32: return launch_gemm_instance<T, S, Epilogue::kStoreF32>(a, stream);
-    case Epilogue::kActivation: return launch_gemm_instance<T, S, Epilogue::kActivation>(a, stream);
-    case Epilogue::kAtomicAdd: return launch_gemm_instance<T, S, Epilogue::kAtomicAdd>(a, stream);
-    case Epilogue::kStore: return launch_gemm_instance<T, S, Epilogue::kStore>(a, stream);
-  }
-  return Status::Internal("grouped GEMM: unknown epilogue");
+  return with_epilogue(a.epilogue, [&](auto epi) { return launch_gemm_instance<T, S, decltype(epi)::value>(a, stream); });
 }
 
 template <typename T>

@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/cuda_check.h"
+#include "cuda/moe/moe_launch.h"
 
 namespace moekit::cuda::moe {
 
@@ -30,6 +32,19 @@ inline int max_smem_optin() {
     return v;
   }();
   return value;
+}
+
+// Calls f(std::integral_constant<Epilogue, e>{}) for the runtime epilogue e: the one switch from
+// a GemmArgs epilogue to a kernel instantiation, shared by the GEMM launchers.
+template <class F>
+Status with_epilogue(Epilogue e, F&& f) {
+  switch (e) {
+    case Epilogue::kStoreF32: return f(std::integral_constant<Epilogue, Epilogue::kStoreF32>{});
+    case Epilogue::kActivation: return f(std::integral_constant<Epilogue, Epilogue::kActivation>{});
+    case Epilogue::kAtomicAdd: return f(std::integral_constant<Epilogue, Epilogue::kAtomicAdd>{});
+    case Epilogue::kStore: return f(std::integral_constant<Epilogue, Epilogue::kStore>{});
+  }
+  return Status::Internal("GEMM launch: unknown epilogue");
 }
 
 // The error of the launch just made (a bad configuration shows here, not at the next sync).

@@ -69,15 +69,10 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int rank = static_cast<int>(blockIdx.x % split);
   const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
 
-  const int E = a.local_experts;
-  for (int i = tid; i <= E; i += S::kThreads) offs[i] = a.expert_offsets[i];
-  if (tid == 0) work.expert = -1;
-  __syncthreads();
-  if (warp == 0) find_tile<NT>(offs, E, tile_m, work, lane);
-  __syncthreads();
-  const int e = work.expert;
+  const TileWork tile = block_find_tile<NT>(a, offs, work, tile_m);
+  const int e = tile.expert;
   if (e < 0) return;  // every rank of the cluster returns here together
-  const int64_t row0 = work.row0, row_end = work.row_end;
+  const int64_t row0 = tile.row0, row_end = tile.row_end;
 
   const int64_t K = a.k, N = a.n;
   constexpr bool kPaired = kEpi == Epilogue::kActivation;

@@ -12,14 +12,14 @@
 
 namespace moekit::cuda::moe {
 
-// The K split of a tile grid: `requested` when the caller gave one (1..kMaxSplit), else none when
-// the tiles cover every SM, and otherwise as many ranks as fit in the resident CTAs (`slots`), so the
-// grid stays one wave. Clusters (sm_90) are needed for any split above 1.
-template <class S>
-int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, int64_t slots) {
+// The K split of a tile grid: the caller's (1..kMaxSplit) when given, else none when the tiles cover
+// the SMs, and otherwise as many ranks as fit in the resident CTAs (`slots()`, queried only then), so
+// the grid stays one wave. Clusters (sm_90) are needed for any split above 1.
+template <class S, class Slots>
+int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, Slots slots) {
   if (!a.clusters) return 1;
   int split = a.split;
-  if (split <= 0) split = tiles >= a.sm_count ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, slots / std::max<int64_t>(tiles, 1)));
+  if (split <= 0) split = tiles >= a.sm_count ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, slots() / std::max<int64_t>(tiles, 1)));
   split = static_cast<int>(std::clamp<int64_t>(split, 1, std::min<int64_t>(S::kMaxSplit, k_tiles)));
   // No empty rank: the k tiles per rank, rounded up, decide how many ranks there are.
   return static_cast<int>(ceil_div(k_tiles, ceil_div(k_tiles, split)));
@@ -46,8 +46,7 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const size_t smem = S::smem_bytes(a.local_experts);
   auto kernel = stream_gemm_kernel<T, S, kEpi>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
-  const int64_t slots = resident_ctas(kernel, S::kThreads, smem, a.sm_count);
-  const int split = stream_split<S>(a, tiles, k_tiles, slots);
+  const int split = stream_split<S>(a, tiles, k_tiles, [&] { return resident_ctas(kernel, S::kThreads, smem, a.sm_count); });
   const int64_t per_split = ceil_div(k_tiles, split);
   const int64_t blocks = tiles * split;  // one tile (and K range) per CTA
   if (blocks > std::numeric_limits<int32_t>::max())
@@ -71,13 +70,7 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
 
 template <typename T, class S>
 Status launch_stream_shape(const GemmArgs& a, void* stream) {
-  switch (a.epilogue) {
-    case Epilogue::kStoreF32: return launch_stream_instance<T, S, Epilogue::kStoreF32>(a, stream);
-    case Epilogue::kActivation: return launch_stream_instance<T, S, Epilogue::kActivation>(a, stream);
-    case Epilogue::kAtomicAdd: return launch_stream_instance<T, S, Epilogue::kAtomicAdd>(a, stream);
-    case Epilogue::kStore: return launch_stream_instance<T, S, Epilogue::kStore>(a, stream);
-  }
-  return Status::Internal("stream GEMM: unknown epilogue");
+  return with_epilogue(a.epilogue, [&](auto epi) { return launch_stream_instance<T, S, decltype(epi)::value>(a, stream); });
 }
 
 template <typename T>
