@@ -17,6 +17,7 @@
 
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
 #include "cuda/moe/routing_device.cuh"
 
 namespace moekit::cuda::moe {
@@ -129,6 +130,7 @@ __device__ void block_topk_maps(const TopkMapsArgs& a, MapsSmem& s, int flat_bit
 }
 
 __global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsArgs a, int flat_bits, int end_bit) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), flat_bits, end_bit);
 }
@@ -137,6 +139,7 @@ __global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsA
 // scratch and the maps' shared memory overlap: the barrier separates them.
 __global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, TopkMapsArgs a, int flat_bits, int end_bit, int route_warps,
                                                                   size_t per_warp) {
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (warp < route_warps)
@@ -191,6 +194,7 @@ Status carve(void* scratch, size_t scratch_bytes, int64_t n, int end_bit, SortSc
 }
 
 __global__ void topk_keys_kernel(TopkMapsArgs a, SortScratch s, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
     const int l = local_of(a, a.topk_ids[i]);
@@ -203,6 +207,7 @@ __global__ void topk_keys_kernel(TopkMapsArgs a, SortScratch s, int64_t n) {
 }
 
 __global__ void topk_scatter_kernel(TopkMapsArgs a, SortScratch s, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const MapsOut& o = a.out;
   const int K = a.top_k;
@@ -231,6 +236,7 @@ __device__ __forceinline__ int64_t masked_count(const MaskedMapsArgs& a, int e) 
 }
 
 __global__ void __launch_bounds__(kMapsThreads) masked_offsets_kernel(MaskedMapsArgs a) {
+  pdl_enter();
   using Scan = cub::BlockScan<int64_t, kMapsThreads>;
   __shared__ typename Scan::TempStorage tmp;
   __shared__ int64_t carry;
@@ -250,6 +256,7 @@ __global__ void __launch_bounds__(kMapsThreads) masked_offsets_kernel(MaskedMaps
 }
 
 __global__ void masked_rows_kernel(MaskedMapsArgs a) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t slots = a.local_experts * a.max_m;
   const MapsOut& o = a.out;
@@ -269,6 +276,7 @@ __global__ void masked_rows_kernel(MaskedMapsArgs a) {
 
 // ---- indexed ---------------------------------------------------------------------------------------
 __global__ void indexed_keys_kernel(IndexedMapsArgs a, SortScratch s) {
+  pdl_enter();
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r <= a.local_experts) a.out.expert_offsets[r] = a.expert_offsets[r];
   if (r >= a.max_rows) return;
@@ -283,6 +291,7 @@ __global__ void indexed_keys_kernel(IndexedMapsArgs a, SortScratch s) {
 }
 
 __global__ void indexed_scatter_kernel(IndexedMapsArgs a, SortScratch s) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < a.max_rows) a.out.dest_rows[i] = s.vals_out[i];
   if (i <= a.tokens) a.out.dest_offsets[i] = lower_bound<uint32_t>(s.keys_out, a.max_rows, static_cast<uint32_t>(i));
@@ -307,18 +316,15 @@ Status launch_topk_maps(const TopkMapsArgs& a, void* stream) {
     const int flat_bits = bits_for(n - 1);
     const int end_bit = flat_bits + bits_for(a.local_experts + 1);
     MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(single_cta_maps_kernel, sizeof(MapsSmem)));
-    single_cta_maps_kernel<<<1, kMapsThreads, sizeof(MapsSmem), st>>>(a, flat_bits, end_bit);
-    MOEKIT_CUDA_CHECK_LAUNCH("single_cta_maps_kernel");
+    MOEKIT_RETURN_IF_ERROR(launch_kernel("single_cta_maps_kernel", single_cta_maps_kernel, {dim3(1), dim3(kMapsThreads), sizeof(MapsSmem)}, st, a, flat_bits, end_bit));
     return Status::Ok();
   }
   const int end_bit = bits_for(a.local_experts);
   SortScratch s{};
   MOEKIT_RETURN_IF_ERROR(carve(a.scratch, a.scratch_bytes, n, end_bit, s));
-  topk_keys_kernel<<<blocks_for(n + 1), kThreads, 0, st>>>(a, s, n);
-  MOEKIT_CUDA_CHECK_LAUNCH("topk_keys_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("topk_keys_kernel", topk_keys_kernel, {dim3(blocks_for(n + 1)), dim3(kThreads), 0}, st, a, s, n));
   MOEKIT_RETURN_IF_ERROR(sort_and_scan(s, n, end_bit, st));
-  topk_scatter_kernel<<<blocks_for(std::max<int64_t>(n, a.local_experts) + 1), kThreads, 0, st>>>(a, s, n);
-  MOEKIT_CUDA_CHECK_LAUNCH("topk_scatter_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("topk_scatter_kernel", topk_scatter_kernel, {dim3(blocks_for(std::max<int64_t>(n, a.local_experts) + 1)), dim3(kThreads), 0}, st, a, s, n));
   return Status::Ok();
 }
 
@@ -338,17 +344,14 @@ Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& a, void
   const int flat_bits = bits_for(n - 1);
   const int end_bit = flat_bits + bits_for(a.local_experts + 1);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_maps_kernel, smem));
-  route_maps_kernel<<<1, kMapsThreads, smem, as_stream(stream)>>>(route, a, flat_bits, end_bit, route_warps, per_warp);
-  MOEKIT_CUDA_CHECK_LAUNCH("route_maps_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("route_maps_kernel", route_maps_kernel, {dim3(1), dim3(kMapsThreads), smem}, as_stream(stream), route, a, flat_bits, end_bit, route_warps, per_warp));
   return Status::Ok();
 }
 
 Status launch_masked_maps(const MaskedMapsArgs& a, void* stream) {
   const cudaStream_t st = as_stream(stream);
-  masked_offsets_kernel<<<1, kMapsThreads, 0, st>>>(a);
-  MOEKIT_CUDA_CHECK_LAUNCH("masked_offsets_kernel");
-  masked_rows_kernel<<<blocks_for(a.local_experts * a.max_m + 1), kThreads, 0, st>>>(a);
-  MOEKIT_CUDA_CHECK_LAUNCH("masked_rows_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("masked_offsets_kernel", masked_offsets_kernel, {dim3(1), dim3(kMapsThreads), 0}, st, a));
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("masked_rows_kernel", masked_rows_kernel, {dim3(blocks_for(a.local_experts * a.max_m + 1)), dim3(kThreads), 0}, st, a));
   return Status::Ok();
 }
 
@@ -357,12 +360,10 @@ Status launch_indexed_maps(const IndexedMapsArgs& a, void* stream) {
   const int end_bit = bits_for(a.tokens);
   SortScratch s{};
   MOEKIT_RETURN_IF_ERROR(carve(a.scratch, a.scratch_bytes, a.max_rows, end_bit, s));
-  indexed_keys_kernel<<<blocks_for(std::max<int64_t>(a.max_rows, a.local_experts + 1)), kThreads, 0, st>>>(a, s);
-  MOEKIT_CUDA_CHECK_LAUNCH("indexed_keys_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("indexed_keys_kernel", indexed_keys_kernel, {dim3(blocks_for(std::max<int64_t>(a.max_rows, a.local_experts + 1))), dim3(kThreads), 0}, st, a, s));
   if (a.max_rows > 0)
     MOEKIT_CUDA_RETURN_IF_ERROR(cub::DeviceRadixSort::SortPairs(s.temp, s.temp_bytes, s.keys_in, s.keys_out, s.vals_in, s.vals_out, a.max_rows, 0, end_bit, st));
-  indexed_scatter_kernel<<<blocks_for(std::max(a.max_rows, a.tokens + 1)), kThreads, 0, st>>>(a, s);
-  MOEKIT_CUDA_CHECK_LAUNCH("indexed_scatter_kernel");
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("indexed_scatter_kernel", indexed_scatter_kernel, {dim3(blocks_for(std::max(a.max_rows, a.tokens + 1))), dim3(kThreads), 0}, st, a, s));
   return Status::Ok();
 }
 

@@ -23,6 +23,7 @@
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
 
 namespace moekit::cuda::moe {
 
@@ -111,6 +112,7 @@ __global__ void __launch_bounds__(S::kThreads) grouped_gemm_kernel(GemmArgs a, i
   T* Bs = As + kStages * BM * LDS;
   int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
   __shared__ TileWork work;
+  pdl_enter();
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   // Tile numbering: groups of kGroupM M-tiles, N-major inside the group.

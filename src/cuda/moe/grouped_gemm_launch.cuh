@@ -8,6 +8,7 @@
 
 #include "cuda/moe/grouped_gemm.cuh"
 #include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/pdl.cuh"
 
 namespace moekit::cuda::moe {
 
@@ -25,9 +26,7 @@ Status launch_gemm_instance(const GemmArgs& a, void* stream) {
   const size_t smem = S::smem_bytes(a.local_experts);
   auto kernel = grouped_gemm_kernel<T, S, kEpi>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
-  kernel<<<static_cast<unsigned>(blocks), S::kThreads, smem, as_stream(stream)>>>(a, m_tiles, n_tiles);
-  MOEKIT_CUDA_CHECK_LAUNCH("grouped_gemm_kernel");
-  return Status::Ok();
+  return launch_kernel("grouped_gemm_kernel", kernel, {dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem}, stream, a, m_tiles, n_tiles);
 }
 
 template <typename T, class S>

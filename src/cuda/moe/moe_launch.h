@@ -191,6 +191,9 @@ struct GemmArgs {
   int split = 0;
   bool clusters = false;
   int sm_count = 0;
+  // Stream tiles under PDL (pdl.cuh): the expert offsets were written at least two launches earlier,
+  // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
+  bool weights_before_wait = false;
 };
 // Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel.
 inline constexpr double kSm90MinRowsPerExpert = 12;

@@ -5,6 +5,7 @@
 
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
 #include "cuda/moe/routing_device.cuh"
 
 namespace moekit::cuda::moe {
@@ -15,6 +16,7 @@ constexpr size_t kDefaultSmem = 48 * 1024;
 
 __global__ void route_kernel(RouteArgs a, int warps, size_t per_warp) {
   extern __shared__ __align__(16) unsigned char smem[];
+  pdl_enter();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp;
   if (t >= a.tokens) return;
@@ -42,9 +44,7 @@ Status launch_route(const RouteArgs& a, void* stream) {
   const size_t smem = per_warp * warps;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_kernel, smem));
   const int64_t blocks = ceil_div(a.tokens, warps);
-  route_kernel<<<static_cast<unsigned>(blocks), 32 * warps, smem, as_stream(stream)>>>(a, warps, per_warp);
-  MOEKIT_CUDA_CHECK_LAUNCH("route_kernel");
-  return Status::Ok();
+  return launch_kernel("route_kernel", route_kernel, {dim3(static_cast<unsigned>(blocks)), dim3(32 * warps), smem}, stream, a, warps, per_warp);
 }
 
 }  // namespace moekit::cuda::moe

@@ -10,6 +10,7 @@
 #include "cuda/moe/activation.cuh"
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
 
 namespace moekit::cuda::moe {
 namespace {
@@ -23,6 +24,7 @@ constexpr int kThreads = 256;
 // One block per row; 16-byte chunks (H % 8 == 0 is a CUDA-backend requirement).
 template <typename T>
 __global__ void expand_kernel(ExpandArgs a) {
+  pdl_enter();
   const int64_t r = blockIdx.x;
   if (r >= *a.total_rows) return;
   const int64_t H = a.hidden_size;
@@ -43,6 +45,7 @@ __global__ void expand_kernel(ExpandArgs a) {
 // ---- activation ------------------------------------------------------------------------------------
 template <typename T>
 __global__ void activation_kernel(ActivationArgs a) {
+  pdl_enter();
   const int64_t r = blockIdx.x;
   if (r >= *a.total_rows) return;
   const int64_t I = a.inter;
@@ -76,6 +79,7 @@ template <typename T>
 __global__ void finalize_kernel(FinalizeArgs a) {
   __shared__ int64_t src[kFinalizeRows];
   __shared__ float factor[kFinalizeRows];
+  pdl_enter();
   const int64_t o = blockIdx.x;
   const int64_t begin = a.dest_offsets[o], end = a.dest_offsets[o + 1];
   if (a.skip_empty && begin == end) return;
@@ -107,6 +111,7 @@ __global__ void finalize_kernel(FinalizeArgs a) {
 
 template <typename T>
 __global__ void convert_kernel(const float* acc, T* out, int64_t count4) {
+  pdl_enter();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count4; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     detail::store4<T>(out + 4 * i, reinterpret_cast<const float4*>(acc)[i]);
 }
@@ -118,40 +123,34 @@ unsigned row_threads(int64_t work) { return static_cast<unsigned>(std::clamp<int
 Status launch_expand(const ExpandArgs& a, void* stream) {
   if (a.max_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(a.hidden_size / 8);
-  if (a.type == Elem::kBF16) expand_kernel<__nv_bfloat16><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
-  else expand_kernel<__half><<<static_cast<unsigned>(a.max_rows), threads, 0, as_stream(stream)>>>(a);
-  MOEKIT_CUDA_CHECK_LAUNCH("expand_kernel");
-  return Status::Ok();
+  const LaunchShape shape{dim3(static_cast<unsigned>(a.max_rows)), dim3(threads)};
+  if (a.type == Elem::kBF16) return launch_kernel("expand_kernel", expand_kernel<__nv_bfloat16>, shape, stream, a);
+  return launch_kernel("expand_kernel", expand_kernel<__half>, shape, stream, a);
 }
 
 Status launch_activation(const ActivationArgs& a, void* stream) {
   if (a.max_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(a.inter);
   const dim3 grid(static_cast<unsigned>(a.max_rows), static_cast<unsigned>(ceil_div(a.inter, threads)));
-  if (a.type == Elem::kBF16) activation_kernel<__nv_bfloat16><<<grid, threads, 0, as_stream(stream)>>>(a);
-  else activation_kernel<__half><<<grid, threads, 0, as_stream(stream)>>>(a);
-  MOEKIT_CUDA_CHECK_LAUNCH("activation_kernel");
-  return Status::Ok();
+  if (a.type == Elem::kBF16) return launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16>, {grid, dim3(threads)}, stream, a);
+  return launch_kernel("activation_kernel", activation_kernel<__half>, {grid, dim3(threads)}, stream, a);
 }
 
 Status launch_finalize(const FinalizeArgs& a, void* stream) {
   if (a.out_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(std::min<int64_t>(a.hidden / 4, 128));
   const dim3 grid(static_cast<unsigned>(a.out_rows), static_cast<unsigned>(ceil_div(a.hidden / 4, threads)));
-  if (a.type == Elem::kBF16) finalize_kernel<__nv_bfloat16><<<grid, threads, 0, as_stream(stream)>>>(a);
-  else finalize_kernel<__half><<<grid, threads, 0, as_stream(stream)>>>(a);
-  MOEKIT_CUDA_CHECK_LAUNCH("finalize_kernel");
-  return Status::Ok();
+  if (a.type == Elem::kBF16) return launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16>, {grid, dim3(threads)}, stream, a);
+  return launch_kernel("finalize_kernel", finalize_kernel<__half>, {grid, dim3(threads)}, stream, a);
 }
 
 Status launch_convert(const float* acc, void* out, Elem type, int64_t count, void* stream) {
   const int64_t count4 = count / 4;  // H % 8 == 0, so count is a multiple of 4
   if (count4 == 0) return Status::Ok();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(count4, kThreads), 132 * 16));
-  if (type == Elem::kBF16) convert_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(acc, static_cast<__nv_bfloat16*>(out), count4);
-  else convert_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(acc, static_cast<__half*>(out), count4);
-  MOEKIT_CUDA_CHECK_LAUNCH("convert_kernel");
-  return Status::Ok();
+  const LaunchShape shape{dim3(blocks), dim3(kThreads)};
+  if (type == Elem::kBF16) return launch_kernel("convert_kernel", convert_kernel<__nv_bfloat16>, shape, stream, acc, static_cast<__nv_bfloat16*>(out), count4);
+  return launch_kernel("convert_kernel", convert_kernel<__half>, shape, stream, acc, static_cast<__half*>(out), count4);
 }
 
 }  // namespace moekit::cuda::moe

@@ -29,6 +29,7 @@
 #include "cuda/moe/activation.cuh"
 #include "cuda/moe/grouped_gemm.cuh"
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
 
 namespace moekit::cuda::moe {
 
@@ -69,9 +70,15 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int rank = static_cast<int>(blockIdx.x % split);
   const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
 
+  // Under PDL the offsets (from the maps, two or more launches back) and the weights can be read
+  // before the previous kernel's rows are: the tile search and the first weight stages overlap it.
+  if (!a.weights_before_wait) pdl_enter();
   const TileWork tile = block_find_tile<NT>(a, offs, work, tile_m);
   const int e = tile.expert;
-  if (e < 0) return;  // every rank of the cluster returns here together
+  if (e < 0) {  // every rank of the cluster returns here together
+    if (a.weights_before_wait) pdl_enter();
+    return;
+  }
   const int64_t row0 = tile.row0, row_end = tile.row_end;
 
   const int64_t K = a.k, N = a.n;
@@ -108,10 +115,9 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
   const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
 
-  auto load_stage = [&](int stage, int64_t kt) {
+  auto load_weights = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
     T* ws = Ws + stage * BW * LDS;
-    T* xs = Xs + stage * NT * LDS;
 #pragma unroll
     for (int l = 0; l < kWLoads; ++l) {
       const int c = tid + l * S::kThreads;
@@ -119,12 +125,20 @@ __global__ void __launch_bounds__(S::kThreads, 2)
       const bool ok = w_src[l] != nullptr && k0 + kc < K;
       detail::cp_async_16(ws + r * LDS + kc, ok ? w_src[l] + k0 : W, ok);
     }
+  };
+  auto load_rows = [&](int stage, int64_t kt) {
+    const int64_t k0 = kt * BK;
+    T* xs = Xs + stage * NT * LDS;
     for (int c = tid; c < NT * kChunks; c += S::kThreads) {
       const int r = c / kChunks, kc = (c % kChunks) * 8;
       const int64_t row = row0 + r;
       const bool ok = row < row_end && k0 + kc < K;
       detail::cp_async_16(xs + r * LDS + kc, ok ? X + row * K + k0 + kc : X, ok);
     }
+  };
+  auto load_stage = [&](int stage, int64_t kt) {
+    load_weights(stage, kt);
+    load_rows(stage, kt);
   };
 
   float acc[NB][4];
@@ -133,9 +147,18 @@ __global__ void __launch_bounds__(S::kThreads, 2)
 #pragma unroll
     for (int q = 0; q < 4; ++q) acc[nb][q] = 0.0f;
 
+  // The first stages: all weights first (one group each), then the routed rows (one group each).
+  // Waiting for kStages - 2 pending groups in the loop below still covers both halves of stage `it`:
+  // every group committed before that stage's rows is older.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < count) load_stage(s, kt_begin + s);
+    if (s < count) load_weights(s, kt_begin + s);
+    detail::cp_async_commit();
+  }
+  if (a.weights_before_wait) pdl_enter();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < count) load_rows(s, kt_begin + s);
     detail::cp_async_commit();
   }
   for (int64_t it = 0; it < count; ++it) {

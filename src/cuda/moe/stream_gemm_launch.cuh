@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/pdl.cuh"
 #include "cuda/moe/stream_gemm.cuh"
 
 namespace moekit::cuda::moe {
@@ -51,21 +52,8 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const int64_t blocks = tiles * split;  // one tile (and K range) per CTA
   if (blocks > std::numeric_limits<int32_t>::max())
     return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(S::kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = as_stream(stream);
-  cudaLaunchAttribute cluster = {};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(split);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = split > 1 ? 1 : 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, a, n_tiles, split, per_split));
-  MOEKIT_CUDA_CHECK_LAUNCH("stream_gemm_kernel");
-  return Status::Ok();
+  const LaunchShape shape{dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem, static_cast<unsigned>(split)};
+  return launch_kernel("stream_gemm_kernel", kernel, shape, stream, a, n_tiles, split, per_split);
 }
 
 template <typename T, class S>

@@ -1,0 +1,141 @@
+// The CUDA router (src/cuda/moe/routing_device.cuh) alone against cpu::route, on logits built to
+// stress the ordering rule: many exact ties (values drawn from a few levels, and bf16 logits),
+// NaN, -0.0 next to +0.0, -inf, and expert counts on both sides of every register-path width
+// (32, 64, 128, 256, 512) plus one above 512 (the shared-memory path). The ids must match exactly;
+// the weights within float rounding (both NaN where the reference gives NaN).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/moe/moe_launch.h"
+#include "gpu_test_util.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/float_formats.h"
+
+namespace moekit {
+namespace {
+
+struct RouteCase {
+  std::string name;
+  int experts, top_k;
+  RoutingMethod method;
+  bool bf16_logits = false;
+  int n_group = 1, topk_group = 1;
+  bool renormalize = true;
+};
+
+// Logits from a handful of levels so that equal scores are common, with NaN, signed zeros and
+// -inf sprinkled in at fixed rates.
+std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> level(-3, 3), pick(0, 99);
+  std::vector<float> v(static_cast<size_t>(T * E));
+  for (auto& x : v) {
+    const int r = pick(rng);
+    if (r == 0) x = std::numeric_limits<float>::quiet_NaN();
+    else if (r == 1) x = -0.0f;
+    else if (r == 2) x = 0.0f;
+    else if (r == 3) x = -std::numeric_limits<float>::infinity();
+    else x = 0.5f * static_cast<float>(level(rng));
+  }
+  // One row entirely NaN and one entirely equal: both fall back to the lowest ids.
+  if (T > 2) {
+    for (int e = 0; e < E; ++e) v[static_cast<size_t>(E + e)] = std::numeric_limits<float>::quiet_NaN();
+    for (int e = 0; e < E; ++e) v[static_cast<size_t>(2 * E + e)] = 1.0f;
+  }
+  return v;
+}
+
+template <typename T>
+T* to_device(const void* host, size_t bytes) {
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  return static_cast<T*>(d);
+}
+
+void check_case(const RouteCase& c, int64_t T, uint64_t seed) {
+  SCOPED_TRACE(c.name + " T" + std::to_string(T));
+  const int E = c.experts, K = c.top_k;
+  const std::vector<float> logits = tie_heavy_logits(T, E, seed);
+  std::vector<uint16_t> logits_bf16(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) store_element(logits_bf16.data(), DType::kBF16, static_cast<int64_t>(i), logits[i]);
+  std::vector<float> bias(static_cast<size_t>(E));
+  for (int e = 0; e < E; ++e) bias[static_cast<size_t>(e)] = 0.25f * static_cast<float>(e % 3);  // ties after the bias too
+
+  RoutingParams params{.method = c.method, .renormalize = c.renormalize, .n_group = c.n_group, .topk_group = c.topk_group};
+  std::vector<int32_t> ref_ids(static_cast<size_t>(T * K));
+  std::vector<float> ref_w(ref_ids.size());
+  const TensorView host_logits = c.bf16_logits ? TensorView(logits_bf16.data(), DType::kBF16, {T, E}) : TensorView(const_cast<float*>(logits.data()), DType::kF32, {T, E});
+  const TensorView host_bias = c.method == RoutingMethod::kDeepSeekV3 ? TensorView(bias.data(), DType::kF32, {E}) : TensorView();
+  const Status rs = cpu::route(params, E, K, host_logits, host_bias, TensorView(ref_ids.data(), DType::kI32, {T, K}),
+                               TensorView(ref_w.data(), DType::kF32, {T, K}));
+  ASSERT_TRUE(rs.ok()) << rs.to_string();
+
+  cuda::moe::RouteArgs a;
+  a.logits = to_device<void>(host_logits.data(), static_cast<size_t>(host_logits.storage_bytes()));
+  a.logits_type = c.bf16_logits ? cuda::moe::Elem::kBF16 : cuda::moe::Elem::kF32;
+  a.bias = c.method == RoutingMethod::kDeepSeekV3 ? to_device<void>(bias.data(), bias.size() * 4) : nullptr;
+  a.tokens = T;
+  a.experts = E;
+  a.top_k = K;
+  a.method = static_cast<int>(c.method);
+  a.renormalize = c.renormalize;
+  a.n_group = c.n_group;
+  a.topk_group = c.topk_group;
+  MOEKIT_ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&a.topk_ids), ref_ids.size() * 4 + 4));
+  MOEKIT_ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&a.topk_weights), ref_w.size() * 4 + 4));
+  MOEKIT_ASSERT_CUDA(cudaMemset(a.topk_ids, 0xFF, ref_ids.size() * 4 + 4));  // poison
+  MOEKIT_ASSERT_CUDA(cudaMemset(a.topk_weights, 0xFF, ref_w.size() * 4 + 4));
+  const Status launched = cuda::moe::launch_route(a, nullptr);
+  ASSERT_TRUE(launched.ok()) << launched.to_string();
+  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<int32_t> ids(ref_ids.size());
+  std::vector<float> w(ref_w.size());
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(ids.data(), a.topk_ids, ids.size() * 4, cudaMemcpyDeviceToHost));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(w.data(), a.topk_weights, w.size() * 4, cudaMemcpyDeviceToHost));
+  int64_t id_mismatch = 0, w_mismatch = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    id_mismatch += ids[i] != ref_ids[i];
+    const bool both_nan = std::isnan(w[i]) && std::isnan(ref_w[i]);
+    w_mismatch += !both_nan && !(std::abs(w[i] - ref_w[i]) <= 1e-6f);
+    if (ids[i] != ref_ids[i] && id_mismatch <= 3)
+      ADD_FAILURE() << "token " << i / K << " slot " << i % K << ": id " << ids[i] << ", reference " << ref_ids[i];
+  }
+  EXPECT_EQ(id_mismatch, 0);
+  EXPECT_EQ(w_mismatch, 0);
+  for (void* p : {const_cast<void*>(a.logits), const_cast<void*>(a.bias), static_cast<void*>(a.topk_ids), static_cast<void*>(a.topk_weights)})
+    if (p != nullptr) cudaFree(p);
+}
+
+TEST(RoutingCuda, TiesNanAndSignedZerosMatchTheReferenceAtEveryWidth) {
+  MOEKIT_REQUIRE_GPU();
+  std::vector<RouteCase> cases;
+  for (int E : {1, 7, 32, 33, 64, 100, 128, 129, 256, 384, 512, 600}) {
+    for (int K : {1, E < 8 ? E : 8, E}) {
+      if (K > 64 && K != E) continue;
+      const std::string tag = "E" + std::to_string(E) + " K" + std::to_string(K);
+      cases.push_back({"softmax_topk " + tag, E, K, RoutingMethod::kSoftmaxTopK});
+      cases.push_back({"softmax_topk bf16 " + tag, E, K, RoutingMethod::kSoftmaxTopK, true});
+      cases.push_back({"topk_softmax " + tag, E, K, RoutingMethod::kTopKSoftmax});
+      cases.push_back({"topk " + tag, E, K, RoutingMethod::kTopK, true, 1, 1, false});
+      if (K == 1) cases.push_back({"llama4 " + tag, E, K, RoutingMethod::kLlama4});
+    }
+  }
+  for (int E : {64, 256, 512}) {
+    const int G = 8;
+    cases.push_back({"deepseek E" + std::to_string(E) + " K8 g8/4", E, 8, RoutingMethod::kDeepSeekV3, false, G, 4});
+    cases.push_back({"deepseek bf16 E" + std::to_string(E) + " K6 g8/2", E, 6, RoutingMethod::kDeepSeekV3, true, G, 2});
+  }
+  uint64_t seed = 1;
+  for (const RouteCase& c : cases)
+    for (int64_t T : {1, 5, 77}) check_case(c, T, seed++);
+}
+
+}  // namespace
+}  // namespace moekit
