@@ -102,8 +102,9 @@ void check_case(const RouteCase& c, int64_t T, uint64_t seed) {
   int64_t id_mismatch = 0, w_mismatch = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     id_mismatch += ids[i] != ref_ids[i];
-    const bool both_nan = std::isnan(w[i]) && std::isnan(ref_w[i]);
-    w_mismatch += !both_nan && !(std::abs(w[i] - ref_w[i]) <= 1e-6f);
+    // Equal (including the infinite weights of plain top-k over -inf logits), both NaN, or close.
+    const bool same = w[i] == ref_w[i] || (std::isnan(w[i]) && std::isnan(ref_w[i])) || std::abs(w[i] - ref_w[i]) <= 1e-6f;
+    w_mismatch += !same;
     if (ids[i] != ref_ids[i] && id_mismatch <= 3)
       ADD_FAILURE() << "token " << i / K << " slot " << i % K << ": id " << ids[i] << ", reference " << ref_ids[i];
   }
