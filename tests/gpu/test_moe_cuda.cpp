@@ -425,6 +425,30 @@ TEST(MoeCuda, BadInputsAreRejectedBeforeAnyLaunch) {
   EXPECT_NE(host_weights.status().message().find("w13"), std::string::npos) << host_weights.status().to_string();
 
   const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
+  // Weights the kernels cannot read with 16-byte loads, and an expert map pointing past the local
+  // experts: refused at prepare time, naming the field.
+  for (const char* field : {"w13", "w2"}) {
+    MoeWeights bad = gpu.weights;
+    TensorView& w = std::string(field) == "w13" ? bad.w13 : bad.w2;
+    w = TensorView::create(static_cast<std::byte*>(w.data()) + 2, w.dtype(), w.shape(), {}, Device::cuda(0)).value();
+    auto r = runner->prepare_weights(bad);
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("aligned"), std::string::npos) << r.status().to_string();
+  }
+  {
+    std::vector<int32_t> map(static_cast<size_t>(p.num_experts));
+    for (int g = 0; g < p.num_experts; ++g) map[static_cast<size_t>(g)] = g;
+    map[3] = p.num_experts;  // past E_local
+    auto dmap = Tensor::empty(DType::kI32, {p.num_experts}, Device::cuda(0));
+    ASSERT_TRUE(dmap.ok());
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(dmap->data(), map.data(), map.size() * 4, cudaMemcpyHostToDevice));
+    MoeWeights bad = gpu.weights;
+    bad.expert_map = dmap->view();
+    auto r = runner->prepare_weights(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("expert_map[3]=8"), std::string::npos) << r.status().to_string();
+  }
   auto prepared = runner->prepare_weights(gpu.weights);
   ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
   const MoeInputs& din = gpu.inputs;
