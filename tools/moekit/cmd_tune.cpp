@@ -24,7 +24,7 @@ struct TuneCliOptions {
 };
 
 struct WorkerCliOptions {
-  std::string problem, choice, table, backend = "auto";
+  std::string problem, choice, table, reference_cache, backend = "auto";
   int64_t tokens = 1;
   uint64_t seed = 1;
   int iters = 5, warmup = 1;
@@ -193,7 +193,8 @@ int tune_worker(const WorkerCliOptions& c) {
   auto backend = parse_backend_choice(c.backend);
   if (!backend.ok()) return fail(backend.status());
   auto r = tune::run_candidate({.problem = *problem, .tokens = c.tokens, .choice = *choice, .table = c.table, .backend = *backend,
-                                .seed = c.seed, .warmup = c.warmup, .iters = c.iters, .per_step = !c.no_steps});
+                                .seed = c.seed, .warmup = c.warmup, .iters = c.iters, .per_step = !c.no_steps,
+                                .reference_cache = c.reference_cache});
   if (!r.ok()) return fail(r.status());
   fmt::print("{}\n", tune::to_json_line(*r));
   return 0;
@@ -232,6 +233,7 @@ CommandAction add_tune_command(CLI::App& app) {
   wc->add_option("--iters", w->iters, "timed runs");
   wc->add_option("--warmup", w->warmup, "untimed runs");
   wc->add_flag("--no-steps", w->no_steps, "do not time the steps alone");
+  wc->add_option("--reference-cache", w->reference_cache, "directory of cached reference outputs");
   return [cmd, o, wc, w]() { return cmd->parsed() ? tune(*o) : wc->parsed() ? tune_worker(*w) : -1; };
 }
 
