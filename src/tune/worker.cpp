@@ -52,7 +52,7 @@ RoutingStats stats_of(const MoeProblem& p, const RandomLayer& L, const MoeInputs
     }
     case InputFormat::kIndexed: {
       std::vector<int64_t> counts;
-      const int64_t* off = L.expert_offsets.data_as<const int64_t>();
+      const int32_t* off = L.expert_offsets.data_as<const int32_t>();  // i32, as MoeInputs says
       for (int64_t e = 0; e + 1 < L.expert_offsets.numel(); ++e) counts.push_back(off[e + 1] - off[e]);
       return routing_stats_from_counts(p, plan_tokens, in.hidden.size(0), counts);
     }
