@@ -21,6 +21,10 @@ struct RandomLayerOptions {
   bool biases = false;      // w13_bias and w2_bias
   bool weights_only = false;  // skip inputs and outputs
   bool inputs_only = false;   // skip weights (e.g. when they come from a checkpoint)
+  // Where the weights (and biases) are made: the host, or a CUDA device, where a kernel writes the
+  // bytes the host would (no host copy, no transfer: the tuner's workers on large presets). A CUDA
+  // device needs quant=none (bf16, f16 or f32 weights); inputs and outputs are always on the host.
+  Device weights_device = Device::cpu();
 };
 
 struct RandomLayer {
@@ -35,7 +39,8 @@ struct RandomLayer {
   MoeOutputs outputs() const;
 };
 
-// Fails (naming the field) for an invalid problem or when memory cannot be allocated.
+// Fails (naming the field) for an invalid problem, when memory cannot be allocated, or for weights on
+// a device this build or scheme cannot make them on.
 Result<RandomLayer> make_random_layer(const MoeProblem& problem, const RandomLayerOptions& options);
 
 // Fills `t` (any dtype; host) with uniform values in [-scale, scale) from (seed, stream).

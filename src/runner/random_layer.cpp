@@ -10,25 +10,27 @@
 
 #include <fmt/format.h>
 
+#include "cuda/random_fill.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
+#include "runner/random_bits.h"
 
 namespace moekit {
 namespace {
 
-// splitmix64: a counter-based generator, so element i's value depends only on (seed, stream, i).
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-uint64_t bits_at(uint64_t seed, uint64_t stream, uint64_t i) { return mix(mix(seed ^ (stream * 0xD1B54A32D192ED03ull)) + i); }
-double uniform_at(uint64_t seed, uint64_t stream, uint64_t i) {  // [-1, 1)
-  return static_cast<double>(bits_at(seed, stream, i) >> 11) * 0x1.0p-52 - 1.0;
+using random_bits::bits_at;
+using random_bits::uniform_at;
+
+Result<Tensor> alloc(DType t, std::vector<int64_t> shape, Device device = Device::cpu()) {
+  return Tensor::empty(t, std::span<const int64_t>(shape), device);
 }
 
-Result<Tensor> alloc(DType t, std::vector<int64_t> shape) { return Tensor::empty(t, std::span<const int64_t>(shape)); }
+// fill_uniform where the tensor lives: the host loop, or the kernel that writes the same bytes.
+Status fill_uniform_at(const TensorView& t, double scale, uint64_t seed, uint64_t stream) {
+  if (t.device().is_cuda()) return cuda::fill_uniform_device(t, scale, seed, stream);
+  fill_uniform(t, scale, seed, stream);
+  return Status::Ok();
+}
 
 // Raw random codes: `byte_of` maps 64 random bits to one stored byte.
 template <typename ByteOf>
@@ -60,7 +62,8 @@ struct GemmSpec {
   TensorView* input_scale;
 };
 
-Status make_weight(RandomLayer& L, const GemmSpec& g, uint64_t seed, uint64_t stream) {
+// Weights of the scheme; only quant=none can be on `device` (make_random_layer checks it).
+Status make_weight(RandomLayer& L, const GemmSpec& g, uint64_t seed, uint64_t stream, Device device) {
   const MoeProblem& p = L.problem;
   const int64_t EL = p.local_experts(), N = g.n, K = g.k;
   const double target = 1.0 / std::sqrt(static_cast<double>(K));  // rms of the dequantized weight
@@ -70,7 +73,7 @@ Status make_weight(RandomLayer& L, const GemmSpec& g, uint64_t seed, uint64_t st
     L.storage.push_back(std::move(t).value());
     return Status::Ok();
   };
-  auto weight = [&](DType t) { return keep(alloc(t, {EL, N, K}), g.w); };
+  auto weight = [&](DType t) { return keep(alloc(t, {EL, N, K}, device), g.w); };
   auto scale = [&](DType t, std::vector<int64_t> shape, double value) -> Status {
     MOEKIT_RETURN_IF_ERROR(keep(alloc(t, std::move(shape)), g.scale));
     fill_constant(*g.scale, value);
@@ -80,8 +83,7 @@ Status make_weight(RandomLayer& L, const GemmSpec& g, uint64_t seed, uint64_t st
   switch (p.quant) {
     case QuantScheme::kNone:
       MOEKIT_RETURN_IF_ERROR(weight(p.activation_dtype));
-      fill_uniform(*g.w, target * std::sqrt(3.0), seed, stream);
-      return Status::Ok();
+      return fill_uniform_at(*g.w, target * std::sqrt(3.0), seed, stream);
     case QuantScheme::kFp8PerTensor:
     case QuantScheme::kFp8PerToken:
     case QuantScheme::kFp8Block: {
@@ -250,15 +252,19 @@ Result<RandomLayer> make_random_layer(const MoeProblem& problem, const RandomLay
   L.problem = problem;
   const MoeProblem& p = problem;
   MoeWeights& w = L.weights;
+  const Device wdev = o.weights_device;
+  if (!wdev.is_cpu() && !o.inputs_only && p.quant != QuantScheme::kNone)
+    return Status::Unsupported(fmt::format("make_random_layer: weights_device={} needs quant=none (the {} scheme's weights are made on the host only)",
+                                           wdev.to_string(), quant_scheme_name(p.quant)));
   if (!o.inputs_only) {
-    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.gemm1_rows(), p.hidden, &w.w13, &w.w13_scale, &w.w13_global_scale, &w.w13_input_scale}, o.seed, 1));
-    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.hidden, p.intermediate, &w.w2, &w.w2_scale, &w.w2_global_scale, &w.w2_input_scale}, o.seed, 2));
+    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.gemm1_rows(), p.hidden, &w.w13, &w.w13_scale, &w.w13_global_scale, &w.w13_input_scale}, o.seed, 1, wdev));
+    MOEKIT_RETURN_IF_ERROR(make_weight(L, {p.hidden, p.intermediate, &w.w2, &w.w2_scale, &w.w2_global_scale, &w.w2_input_scale}, o.seed, 2, wdev));
   }
   if (o.biases && !o.inputs_only) {
     for (auto [view, n, stream] : {std::tuple{&w.w13_bias, int64_t{p.gemm1_rows()}, 3}, std::tuple{&w.w2_bias, int64_t{p.hidden}, 4}}) {
-      auto t = alloc(DType::kF32, {p.local_experts(), n});
+      auto t = alloc(DType::kF32, {p.local_experts(), n}, wdev);
       if (!t.ok()) return t.status();
-      fill_uniform(t->view(), 0.5, o.seed, static_cast<uint64_t>(stream));
+      MOEKIT_RETURN_IF_ERROR(fill_uniform_at(t->view(), 0.5, o.seed, static_cast<uint64_t>(stream)));
       *view = t->view();
       L.storage.push_back(std::move(t).value());
     }

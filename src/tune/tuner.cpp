@@ -19,6 +19,7 @@
 #include "moekit/cpu_reference.h"
 #include "moekit/system_info.h"
 #include "tune/process.h"
+#include "tune/reference_cache.h"
 
 namespace moekit::tune {
 namespace {
@@ -109,8 +110,28 @@ class Pool {
     slots_ = o.jobs > 0 ? o.jobs : std::max(1, gpus_);
   }
 
+  // With a reference cache, in two waves: first one job per shape whose reference the cache lacks
+  // (it computes and stores it), then the rest, which read it. In one wave, every GPU's worker would
+  // compute the same float64 reference at once on the shared CPU cores.
   std::vector<WorkerResult> run(const std::vector<Job>& jobs) {
     std::vector<WorkerResult> results(jobs.size());
+    std::vector<size_t> first, rest;
+    std::set<std::string> planned;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      bool computes = false;
+      if (!o_.reference_cache.empty() && !(journal_ && journal_->find(key(jobs[i])))) {
+        const ReferenceKey ref = reference_key(jobs[i].shape->problem, worker_layer_options(jobs[i].shape->tokens, o_.seed));
+        computes = planned.insert(ref.to_string()).second && !ReferenceCache(o_.reference_cache).has(ref);
+      }
+      (computes ? first : rest).push_back(i);
+    }
+    run_wave(jobs, first, results);
+    run_wave(jobs, rest, results);
+    return results;
+  }
+
+ private:
+  void run_wave(const std::vector<Job>& jobs, const std::vector<size_t>& wave, std::vector<WorkerResult>& results) {
     std::mutex mutex;
     size_t next = 0;
     auto work = [&](int slot) {
@@ -118,19 +139,17 @@ class Pool {
         size_t i;
         {
           std::lock_guard lock(mutex);
-          if (next == jobs.size()) return;
-          i = next++;
+          if (next == wave.size()) return;
+          i = wave[next++];
         }
         results[i] = run_one(jobs[i], slot);
       }
     };
     std::vector<std::thread> threads;
-    for (int s = 0; s < slots_; ++s) threads.emplace_back(work, s);
+    for (int s = 0; s < std::min<int>(slots_, static_cast<int>(wave.size())); ++s) threads.emplace_back(work, s);
     for (auto& t : threads) t.join();
-    return results;
   }
 
- private:
   std::string key(const Job& j) const {
     const auto fp = DeviceFingerprint::of(device_);
     return fmt::format("{}|{}|{}|{}|T={}|{}|{}|table={}", fp.name, fp.num_sms, fp.compute_capability, problem_key(j.shape->problem), j.shape->tokens,
@@ -149,6 +168,7 @@ class Pool {
                                      "--warmup", std::to_string(o_.warmup), "--backend", std::string(backend_choice_name(o_.backend))};
     if (!j.choice.knobs.empty()) argv.insert(argv.end(), {"--choice", j.choice.to_string()});
     if (!j.table.empty()) argv.insert(argv.end(), {"--table", j.table});
+    if (!o_.reference_cache.empty()) argv.insert(argv.end(), {"--reference-cache", o_.reference_cache});
     std::vector<std::string> env;
     if (gpus_ > 1) env.push_back(fmt::format("CUDA_VISIBLE_DEVICES={}", slot % gpus_));
     WorkerResult r;

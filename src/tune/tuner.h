@@ -64,6 +64,10 @@ struct TuneOptions {
   // Workers at a time: 0 = one per GPU with the CUDA backend (each sees its own GPU through
   // CUDA_VISIBLE_DEVICES), one on the CPU (a second would share its cores and spoil the timings).
   int jobs = 0;
+  // The workers' reference cache (tune/reference_cache.h; "" : every worker computes its reference).
+  // With one, the first worker of each shape whose reference is not there yet runs before the
+  // shape's others, so that they read it instead of all computing it at once.
+  std::string reference_cache;
 };
 
 struct ShapeReport {

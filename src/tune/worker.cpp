@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "moekit/tuning.h"
 #include "tune/metrics.h"
 #include "tune/output_check.h"
+#include "tune/reference_cache.h"
 
 namespace moekit::tune {
 namespace {
@@ -50,7 +52,7 @@ RoutingStats stats_of(const MoeProblem& p, const RandomLayer& L, const MoeInputs
     }
     case InputFormat::kIndexed: {
       std::vector<int64_t> counts;
-      const int64_t* off = L.expert_offsets.data_as<const int64_t>();
+      const int32_t* off = L.expert_offsets.data_as<const int32_t>();  // i32, as MoeInputs says
       for (int64_t e = 0; e + 1 < L.expert_offsets.numel(); ++e) counts.push_back(off[e + 1] - off[e]);
       return routing_stats_from_counts(p, plan_tokens, in.hidden.size(0), counts);
     }
@@ -74,8 +76,13 @@ void apply_test_fault(const std::string& choice, bool* poison_output) {
   if (kind == "nan") *poison_output = true;
 }
 
-// The layer is made on the host (as in `moekit run`); the CUDA backend runs on device copies and
-// the output comes back for the comparison.
+RandomLayerOptions worker_layer_options(int64_t tokens, uint64_t seed) { return {.num_tokens = tokens, .seed = seed}; }
+
+// Inputs and outputs are made on the host (small). The reference comes from the cache when it holds
+// it; then the CUDA backend's weights (quant none) are generated in GPU memory, with no host copy
+// and no transfer (the cost of a worker on a 22.5 GB preset). Otherwise the weights are made on the
+// host, where cpu::run_reference reads them, and the CUDA backend runs on device copies of the same
+// bytes.
 Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   const MoeProblem& p = rq.problem;
   RunnerOptions ro{.backend = rq.backend, .choice = rq.choice, .read_env_table = false};
@@ -86,13 +93,36 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   }
   auto runner = MoeRunner::create(p, ro);
   if (!runner.ok()) return runner.status();
-  auto layer = make_random_layer(p, {.num_tokens = rq.tokens, .seed = rq.seed});
+  RandomLayerOptions lo = worker_layer_options(rq.tokens, rq.seed);
+  lo.inputs_only = true;
+  auto layer = make_random_layer(p, lo);
   if (!layer.ok()) return layer.status();
   const MoeInputs in = layer->inputs();
   const Device dev = runner->device().backend == BackendKind::kCuda ? Device::cuda() : Device::cpu();
-  LayerCopy on_dev{layer->weights, in, {}, {}};
+
+  // The reference, when the cache has it (NaN-poisoned first, as the candidate's output).
+  auto ref = Tensor::empty(layer->out.dtype(), layer->out.shape());
+  if (!ref.ok()) return ref.status();
+  poison_nan(ref->view());
+  std::optional<ReferenceCache> cache;
+  const ReferenceKey key = reference_key(p, worker_layer_options(rq.tokens, rq.seed));
+  CacheLookup lookup;
+  if (!rq.reference_cache.empty()) {
+    cache.emplace(rq.reference_cache);
+    auto l = cache->load(key, ref->view());
+    if (!l.ok()) return l.status();
+    lookup = std::move(l).value();
+  }
+
+  RandomLayerOptions wo = worker_layer_options(rq.tokens, rq.seed);
+  wo.weights_only = true;
+  if (lookup.hit && dev.is_cuda() && p.quant == QuantScheme::kNone) wo.weights_device = dev;
+  auto weight_layer = make_random_layer(p, wo);
+  if (!weight_layer.ok()) return weight_layer.status();
+  const MoeWeights& weights = weight_layer->weights;
+  LayerCopy on_dev{weights, in, {}, {}};
   if (dev.is_cuda()) {
-    auto c = copy_layer(dev, layer->weights, in, {});
+    auto c = copy_layer(dev, weights, in, {});  // device-made weights are shared, not copied
     if (!c.ok()) return c.status();
     on_dev = std::move(c).value();
   }
@@ -104,7 +134,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   if (!ws.ok()) return ws.status();
   const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
   const int64_t plan_tokens = in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0);
-  const MoePlan plan = runner->plan(plan_tokens, WeightTraits::of(layer->weights));
+  const MoePlan plan = runner->plan(plan_tokens, WeightTraits::of(weights));
   if (!plan.runnable) return Status::Unsupported(fmt::format("not runnable: {}", fmt::join(plan.notes, "; ")));
 
   MoeOutputs outputs = layer->outputs();
@@ -124,6 +154,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   }
   WorkerResult r;
   r.tuning = plan.tuning;
+  r.weights = wo.weights_device.is_cuda() ? "device" : "host";
   for (const auto& s : plan.steps) r.plan += (r.plan.empty() ? "" : " -> ") + s.kernel;
 
   // Validation: both outputs poisoned, the candidate once, the reference once.
@@ -141,12 +172,21 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
     return r;
   }
   if (poison_after) poison_nan(outputs.out);
-  auto ref = Tensor::empty(outputs.out.dtype(), outputs.out.shape());
-  if (!ref.ok()) return ref.status();
-  poison_nan(ref->view());
-  MoeOutputs ro_out;
-  ro_out.out = ref->view();
-  MOEKIT_RETURN_IF_ERROR(cpu::run_reference(p, layer->weights, in, ro_out).with_context("reference"));
+  if (lookup.hit) {
+    r.reference = "cache";
+    r.reference_note = lookup.path;
+  } else {
+    MoeOutputs ro_out;
+    ro_out.out = ref->view();
+    MOEKIT_RETURN_IF_ERROR(cpu::run_reference(p, weights, in, ro_out).with_context("reference"));
+    r.reference = "computed";
+    if (cache) {
+      // A cache that cannot be written costs this worker nothing: the next one computes again.
+      auto stored = cache->store(key, ref->view());
+      r.reference_note = fmt::format("{}: {}; {}", lookup.path, lookup.why,
+                                     stored.ok() ? "stored" : "not stored: " + stored.status().to_string());
+    }
+  }
   const Acceptance acc = accept_output(p, compare_outputs(outputs.out, ref->view()));
   r.metric = acc.metric;
   r.error = acc.value;
@@ -185,7 +225,8 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
 std::string to_json_line(const WorkerResult& r) {
   nlohmann::ordered_json j{{"ok", r.ok},         {"failure", r.failure}, {"metric", r.metric}, {"error", r.error},
                            {"median_us", r.median_us}, {"min_us", r.min_us}, {"max_us", r.max_us}, {"tflops", r.tflops},
-                           {"gbps", r.gbps},     {"tuning", r.tuning},   {"plan", r.plan}};
+                           {"gbps", r.gbps},     {"tuning", r.tuning},   {"plan", r.plan},     {"reference", r.reference},
+                           {"reference_note", r.reference_note}, {"weights", r.weights}};
   auto& steps = j["steps"] = nlohmann::ordered_json::array();
   for (const auto& s : r.steps)
     steps.push_back({{"kernel", s.kernel}, {"stages", s.stages}, {"first", s.first}, {"last", s.last}, {"us", s.us}, {"tflops", s.tflops}, {"gbps", s.gbps}});
@@ -207,6 +248,10 @@ Result<WorkerResult> parse_worker_json(const std::string& line) {
     r.gbps = j.at("gbps");
     r.tuning = j.at("tuning");
     r.plan = j.at("plan");
+    // Absent from journals written before the reference cache: those results still count.
+    r.reference = j.value("reference", "");
+    r.reference_note = j.value("reference_note", "");
+    r.weights = j.value("weights", "");
     for (const auto& s : j.at("steps"))
       r.steps.push_back({s.at("kernel"), s.at("stages"), s.at("first"), s.at("last"), s.at("us"), s.at("tflops"), s.at("gbps")});
     return r;

@@ -1,6 +1,7 @@
 // One candidate of one shape, in this process: what `moekit tune-worker` runs. A random layer (seed),
 // the output NaN-poisoned, the layer run with the candidate's knob values (or with a tuned table, for
-// --run-config), checked against cpu::run_reference, then timed end to end and step by step.
+// --run-config), checked against cpu::run_reference (or that reference read from the reference cache,
+// tune/reference_cache.h), then timed end to end and step by step.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "moekit/moe_problem.h"
 #include "moekit/plan.h"
+#include "moekit/random_layer.h"
 #include "moekit/status.h"
 
 namespace moekit::tune {
@@ -23,6 +25,7 @@ struct WorkerRequest {
   int warmup = 1;
   int iters = 5;
   bool per_step = true;    // also time each plan step alone
+  std::string reference_cache;  // directory of cached reference outputs ("" : always compute it)
 };
 
 struct StepTiming {
@@ -43,7 +46,16 @@ struct WorkerResult {
   std::vector<StepTiming> steps;
   std::string tuning;       // the plan's tuning line (which table row, or the heuristic)
   std::string plan;         // the steps, "a -> b -> c"
+  // Where the reference came from: "cache" (read; cpu::run_reference did not run) or "computed";
+  // empty when the run failed before validation. The note names the cache file and, on a miss,
+  // why the file was not used and whether the new one was stored.
+  std::string reference, reference_note;
+  std::string weights;      // where the weights were made: "host" or "device" (generated in GPU memory)
 };
+
+// The random layer every worker builds for (tokens, seed): one definition for the worker and for the
+// tuner, which keys the reference cache by it.
+RandomLayerOptions worker_layer_options(int64_t tokens, uint64_t seed);
 
 // Fails only when the request itself is wrong (an invalid problem, a refused choice, no memory);
 // a candidate that runs wrong gives ok = false with the reason.

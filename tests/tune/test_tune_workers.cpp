@@ -1,11 +1,15 @@
 // Worker processes: a crash and a hang are recorded and tuning goes on; a candidate that fails
 // validation is never selected; a rerun resumes from the journal; an end-to-end tune on the CPU
-// backend writes a table the runtime then uses. Runs the real `moekit tune-worker` (MOEKIT_CLI_PATH).
+// backend writes a table the runtime then uses; with a reference cache, one worker per shape computes
+// the reference and every other one reads it. Runs the real `moekit tune-worker` (MOEKIT_CLI_PATH).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "moekit/runner.h"
 #include "tune/process.h"
@@ -61,6 +65,22 @@ class TuneWorkers : public ::testing::Test {
   TuneOptions o_;
   TuneShape shape_;
 };
+
+// Where each journaled worker's reference came from ("computed" or "cache"), in journal order.
+std::vector<std::string> reference_sources(const std::string& journal) {
+  std::vector<std::string> out;
+  std::ifstream in(journal);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line).at("result").at("reference"));
+  return out;
+}
+
+int count(const std::vector<std::string>& v, const std::string& what) { return static_cast<int>(std::count(v.begin(), v.end(), what)); }
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
+}
 
 bool failed_with(const ShapeReport& r, const std::string& choice, const std::string& why) {
   for (const auto& f : r.failures)
@@ -133,10 +153,54 @@ TEST_F(TuneWorkers, ResumesFromTheJournal) {
   EXPECT_EQ(fresh->front().failed, fresh->front().candidates);
 }
 
+TEST_F(TuneWorkers, OneWorkerComputesTheReferenceTheOthersReadIt) {
+  o_.reference_cache = (dir_ / "refs").string();
+  auto first = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(first->front().tuned);
+  EXPECT_EQ(first->front().failed, 0) << testing::PrintToString(first->front().failures);
+  const auto sources = reference_sources(o_.journal);
+  EXPECT_EQ(sources.front(), "computed");  // the first worker of the shape
+  EXPECT_EQ(count(sources, "computed"), 1);
+  EXPECT_EQ(count(sources, "cache"), static_cast<int>(sources.size()) - 1);
+  EXPECT_GT(sources.size(), 2u);
+  EXPECT_EQ(files_in(o_.reference_cache).size(), 1u);  // one file per shape, no temporary left
+
+  // A second run over the same shapes (a fresh journal, so that every candidate runs again) reads
+  // every reference from the cache.
+  o_.journal = (dir_ / "second.jsonl").string();
+  auto second = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_TRUE(second->front().tuned);
+  EXPECT_EQ(second->front().failed, 0) << testing::PrintToString(second->front().failures);
+  const auto again = reference_sources(o_.journal);
+  EXPECT_EQ(count(again, "cache"), static_cast<int>(again.size()));
+  EXPECT_GT(again.size(), 2u);  // (the end-to-end candidates depend on the timings: not a fixed count)
+  EXPECT_EQ(second->front().winner.reference, "cache");
+}
+
+TEST_F(TuneWorkers, SeveralWorkersAtATimeLetOneComputeTheReferenceFirst) {
+  // Workers that all started at once would all miss the cache and compute the reference (with three
+  // GPUs, three float64 references on the shared cores). The tuner runs one first, alone. A layer
+  // whose worker takes far longer than starting a process, so that without that order the others
+  // would start before the first has stored its reference.
+  o_.jobs = 3;
+  o_.reference_cache = (dir_ / "refs").string();
+  shape_.problem = MoeProblem{.num_experts = 8, .top_k = 2, .hidden = 256, .intermediate = 128};
+  shape_.tokens = 16;
+  auto r = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->front().failed, 0) << testing::PrintToString(r->front().failures);
+  const auto sources = reference_sources(o_.journal);
+  EXPECT_EQ(count(sources, "computed"), 1) << testing::PrintToString(sources);
+}
+
 TEST_F(TuneWorkers, SeveralWorkersAtATime) {
   // As with several GPUs: workers run concurrently, results keep their candidates, the journal
-  // takes every line.
+  // takes every line; with a reference cache, one worker per shape computes the reference (before
+  // the shape's others start) and the others read it.
   o_.jobs = 3;
+  o_.reference_cache = (dir_ / "refs").string();
   TuneShape other = shape_;
   other.tokens = 2;
   auto r = tune_shapes({shape_, other}, o_);
@@ -150,6 +214,10 @@ TEST_F(TuneWorkers, SeveralWorkersAtATime) {
   std::ifstream journal(o_.journal);
   for (std::string line; std::getline(journal, line);) ++lines;
   EXPECT_EQ(lines, candidates);
+  const auto sources = reference_sources(o_.journal);
+  EXPECT_EQ(count(sources, "computed"), 2) << testing::PrintToString(sources);
+  EXPECT_EQ(count(sources, "cache"), candidates - 2);
+  EXPECT_EQ(files_in(o_.reference_cache).size(), 2u);
   auto table = TuningTable::load(o_.output);
   ASSERT_TRUE(table.ok());
   EXPECT_EQ(table->rows.size(), 2u);

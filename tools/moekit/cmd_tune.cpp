@@ -16,7 +16,7 @@ namespace moekit::cli {
 namespace {
 
 struct TuneCliOptions {
-  std::string input, output, journal, run_config, min_improvement = "3%", backend = "auto";
+  std::string input, output, journal, run_config, reference_cache, min_improvement = "3%", backend = "auto";
   bool compare = false, update_improved = false, no_progress = false;
   double timeout_s = 120;
   int iters = 5, warmup = 1, top = 3, jobs = 0;
@@ -24,7 +24,7 @@ struct TuneCliOptions {
 };
 
 struct WorkerCliOptions {
-  std::string problem, choice, table, backend = "auto";
+  std::string problem, choice, table, reference_cache, backend = "auto";
   int64_t tokens = 1;
   uint64_t seed = 1;
   int iters = 5, warmup = 1;
@@ -144,6 +144,13 @@ Result<std::vector<tune::TuneShape>> shapes_of_table(const std::string& path) {
   return shapes;
 }
 
+// --reference-cache, else OUTPUT.refs beside the table and its journal. --run-config alone has no
+// default: its table may sit in a source tree, and each shape runs only once or twice there.
+std::string reference_cache_dir(const TuneCliOptions& c) {
+  if (!c.reference_cache.empty()) return c.reference_cache;
+  return c.output.empty() ? "" : c.output + ".refs";
+}
+
 int tune(const TuneCliOptions& c) {
   auto backend = parse_backend_choice(c.backend);
   if (!backend.ok()) return fail(backend.status());
@@ -153,7 +160,7 @@ int tune(const TuneCliOptions& c) {
   tune::TuneOptions o{.worker_program = self_path(), .output = c.output, .journal = c.journal.empty() ? c.output + ".journal" : c.journal,
                       .backend = *backend, .timeout_s = c.timeout_s, .iters = c.iters, .warmup = c.warmup, .top = c.top, .seed = c.seed,
                       .update_improved = c.update_improved, .min_improvement = *min_imp, .progress = !c.no_progress,
-                      .jobs = c.jobs};
+                      .jobs = c.jobs, .reference_cache = reference_cache_dir(c)};
   auto shapes = c.input.empty() ? shapes_of_table(c.run_config) : read_shapes(c.input);
   if (!shapes.ok()) return fail(shapes.status());
   std::string table = c.run_config;
@@ -162,7 +169,7 @@ int tune(const TuneCliOptions& c) {
     auto reports = tune::tune_shapes(*shapes, o);
     if (!reports.ok()) return fail(reports.status());
     for (size_t i = 0; i < reports->size(); ++i) print_report((*reports)[i], i, reports->size());
-    fmt::print("wrote {} (journal {})\n", c.output, o.journal);
+    fmt::print("wrote {} (journal {}; reference cache {})\n", c.output, o.journal, o.reference_cache);
     if (!c.compare) return 0;
     table = c.output;
   }
@@ -193,7 +200,8 @@ int tune_worker(const WorkerCliOptions& c) {
   auto backend = parse_backend_choice(c.backend);
   if (!backend.ok()) return fail(backend.status());
   auto r = tune::run_candidate({.problem = *problem, .tokens = c.tokens, .choice = *choice, .table = c.table, .backend = *backend,
-                                .seed = c.seed, .warmup = c.warmup, .iters = c.iters, .per_step = !c.no_steps});
+                                .seed = c.seed, .warmup = c.warmup, .iters = c.iters, .per_step = !c.no_steps,
+                                .reference_cache = c.reference_cache});
   if (!r.ok()) return fail(r.status());
   fmt::print("{}\n", tune::to_json_line(*r));
   return 0;
@@ -219,6 +227,8 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "auto, cpu, cuda");
   cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
   cmd->add_option("--jobs", o->jobs, "workers at a time (default: one per GPU with the CUDA backend, one on the CPU)");
+  cmd->add_option("--reference-cache", o->reference_cache,
+                  "directory of the workers' cached reference outputs (default: OUTPUT.refs; delete it to recompute)");
 
   auto w = std::make_shared<WorkerCliOptions>();
   CLI::App* wc = app.add_subcommand("tune-worker", "one candidate of `moekit tune` (internal)");
@@ -232,6 +242,7 @@ CommandAction add_tune_command(CLI::App& app) {
   wc->add_option("--iters", w->iters, "timed runs");
   wc->add_option("--warmup", w->warmup, "untimed runs");
   wc->add_flag("--no-steps", w->no_steps, "do not time the steps alone");
+  wc->add_option("--reference-cache", w->reference_cache, "directory of cached reference outputs");
   return [cmd, o, wc, w]() { return cmd->parsed() ? tune(*o) : wc->parsed() ? tune_worker(*w) : -1; };
 }
 
