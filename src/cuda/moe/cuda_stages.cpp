@@ -261,13 +261,22 @@ constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach;
-// few: the weight-streaming kernel (up to 20 rows when the experts are few and large, 12 otherwise).
-GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, bool sm90) {
+// few: the weight-streaming kernel (up to 20 rows when the experts are few and large, 12 otherwise),
+// except for a short K over many tiles (below).
+GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, int64_t n, int64_t k, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const double stream_max = local_experts <= kStreamFewExperts ? kStreamMaxRowsPerExpert : kSm90MinRowsPerExpert;
   if (sm90 && rows_per_expert > stream_max) return GemmTile::kSm90M128N256;
-  return choose_gemm_tile(rows_per_expert);
+  const GemmTile tile = choose_gemm_tile(rows_per_expert);
+  // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
+  // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)
+  // keeps more loads in flight. Measured by `moekit tune` on the H200 (docs/perf-notes.md):
+  // DeepSeek-V3 T=64 gemm2 (K=2048, ~10,000 tiles) 642 us against 851 on stream_n8k128, Qwen3 T=64
+  // gemm2 (K=768) also m16n64k64; with K >= 2880 (GPT-OSS, Mixtral, DeepSeek gemm1) the stream tiles win.
+  const int64_t tiles = active * ((n + 63) / 64);
+  if (is_stream_tile(tile) && tile != GemmTile::kStreamN32 && k <= kShortK && tiles >= kManyTiles) return GemmTile::kM16N64;
+  return tile;
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
@@ -280,7 +289,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
     if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), sm90)), stage});
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), first ? p.gemm1_rows() : p.hidden, first ? p.hidden : p.intermediate, sm90)), stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -294,7 +303,8 @@ GemmTile tile_for(const StageContext& c, bool first) {
   for (GemmTile t : kAllTiles)
     if (v == gemm_tile_name(t)) return t;
   if (v == gemm_tile_name(GemmTile::kSm90M128N256)) return GemmTile::kSm90M128N256;
-  return heuristic_tile(max_rows(c), local_experts(c), false);  // a step run without a plan's knobs
+  const auto& p = c.problem;  // a step run without a plan's knobs
+  return heuristic_tile(max_rows(c), local_experts(c), first ? p.gemm1_rows() : p.hidden, first ? p.hidden : p.intermediate, false);
 }
 
 // The plan's K split of a stream tile (0: automatic).

@@ -202,6 +202,10 @@ inline constexpr double kSm90MinRowsPerExpert = 12;
 // on the sm_90a kernel; Qwen3, 128 experts, T=256 = 16 rows each: 658 against 554).
 inline constexpr double kStreamMaxRowsPerExpert = 20;
 inline constexpr int64_t kStreamFewExperts = 16;
+// Up to this K, and from this many (expected) 64-column tiles on, the heuristic prefers the
+// mma.sync m16n64k64 tile to the stream tiles' 8/16 rows (cuda_stages.cpp, heuristic_tile).
+inline constexpr int64_t kShortK = 2048;
+inline constexpr int64_t kManyTiles = 4096;
 // The heuristic mma.sync tile for a GEMM of `rows_per_expert` expected rows per active expert.
 GemmTile choose_gemm_tile(double rows_per_expert);
 Status launch_grouped_gemm(const GemmArgs& a, void* stream);
