@@ -93,7 +93,8 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   }
   auto runner = MoeRunner::create(p, ro);
   if (!runner.ok()) return runner.status();
-  RandomLayerOptions lo = worker_layer_options(rq.tokens, rq.seed);
+  const RandomLayerOptions layer_options = worker_layer_options(rq.tokens, rq.seed);
+  RandomLayerOptions lo = layer_options;
   lo.inputs_only = true;
   auto layer = make_random_layer(p, lo);
   if (!layer.ok()) return layer.status();
@@ -105,7 +106,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   if (!ref.ok()) return ref.status();
   poison_nan(ref->view());
   std::optional<ReferenceCache> cache;
-  const ReferenceKey key = reference_key(p, worker_layer_options(rq.tokens, rq.seed));
+  const ReferenceKey key = reference_key(p, layer_options);
   CacheLookup lookup;
   if (!rq.reference_cache.empty()) {
     cache.emplace(rq.reference_cache);
@@ -114,7 +115,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
     lookup = std::move(l).value();
   }
 
-  RandomLayerOptions wo = worker_layer_options(rq.tokens, rq.seed);
+  RandomLayerOptions wo = layer_options;
   wo.weights_only = true;
   if (lookup.hit && dev.is_cuda() && p.quant == QuantScheme::kNone) wo.weights_device = dev;
   auto weight_layer = make_random_layer(p, wo);

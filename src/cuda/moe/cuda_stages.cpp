@@ -259,6 +259,10 @@ constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, Ge
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
+// gemm1 (W13: N = gate/up rows, K = H) or gemm2 (W2: N = H, K = I).
+int64_t gemm_n(const MoeProblem& p, bool first) { return first ? p.gemm1_rows() : p.hidden; }
+int64_t gemm_k(const MoeProblem& p, bool first) { return first ? p.hidden : p.intermediate; }
+
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach;
 // few: the weight-streaming kernel (up to 20 rows when the experts are few and large, 12 otherwise),
@@ -289,7 +293,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
     if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), first ? p.gemm1_rows() : p.hidden, first ? p.hidden : p.intermediate, sm90)), stage});
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -304,7 +308,7 @@ GemmTile tile_for(const StageContext& c, bool first) {
     if (v == gemm_tile_name(t)) return t;
   if (v == gemm_tile_name(GemmTile::kSm90M128N256)) return GemmTile::kSm90M128N256;
   const auto& p = c.problem;  // a step run without a plan's knobs
-  return heuristic_tile(max_rows(c), local_experts(c), first ? p.gemm1_rows() : p.hidden, first ? p.hidden : p.intermediate, false);
+  return heuristic_tile(max_rows(c), local_experts(c), gemm_n(p, first), gemm_k(p, first), false);
 }
 
 // The plan's K split of a stream tile (0: automatic).
@@ -353,8 +357,8 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
   a.local_experts = p.local_experts();
   a.max_rows = max_rows(c);
-  a.n = first ? p.gemm1_rows() : p.hidden;
-  a.k = first ? p.hidden : p.intermediate;
+  a.n = gemm_n(p, first);
+  a.k = gemm_k(p, first);
   a.tile = tile_for(c, first);
   a.split = split_for(c, first);
   a.clusters = cluster_split_available(device_compute_capability());

@@ -92,6 +92,13 @@ __device__ __forceinline__ void find_tile(const int64_t* offs, int experts, int6
 
 // The CTA's tile, block-wide: expert_offsets into shared `offs` ([E_local + 1]), then warp 0 scans
 // it; every thread gets the answer (expert -1: no tile). `work` is the block's shared slot.
+// The weight row of gated output i's gate (up = false) or up (up = true) half, in either gate/up
+// layout of W13: interleaved (gate i, up i adjacent) or concatenated (all gate rows, then all up).
+__device__ __forceinline__ int64_t gate_up_row(int64_t i, bool up, int64_t inter, bool interleaved) {
+  if (interleaved) return 2 * i + (up ? 1 : 0);
+  return up ? inter + i : i;
+}
+
 template <int BM>
 __device__ __forceinline__ TileWork block_find_tile(const GemmArgs& a, int64_t* offs, TileWork& work, int64_t tile_m) {
   const int tid = static_cast<int>(threadIdx.x);
@@ -138,9 +145,7 @@ __global__ void __launch_bounds__(S::kThreads) grouped_gemm_kernel(GemmArgs a, i
   auto b_row = [&](int j) -> int64_t {  // weight row of tile row j, or -1 past the end
     if (!paired) return n0 + j < N ? n0 + j : -1;
     const int64_t i = n0 + j / 2;
-    if (i >= inter) return -1;
-    if (a.interleaved) return 2 * i + (j & 1);
-    return (j & 1) ? inter + i : i;
+    return i < inter ? gate_up_row(i, (j & 1) != 0, inter, a.interleaved) : -1;
   };
 
   const T* A = static_cast<const T*>(a.a);

@@ -16,11 +16,9 @@ template <typename T, class S, Epilogue kEpi>
 Status launch_gemm_instance(const GemmArgs& a, void* stream) {
   const int64_t R = a.max_rows;
   if (R == 0) return Status::Ok();
-  // Each tile holds at least one row, and at most one partial tile per expert that has rows.
-  const int64_t m_tiles = std::min(R, R / S::BM + std::min<int64_t>(a.local_experts, R));
-  const bool paired = kEpi == Epilogue::kActivation && a.gated;
-  const int64_t n_tiles = paired ? ceil_div(a.n / 2, S::BN / 2) : ceil_div(a.n, S::BN);
-  const int64_t blocks = m_tiles * n_tiles;
+  const TileGrid grid = tile_grid(R, a.local_experts, S::BM, a.n, S::BN, kEpi == Epilogue::kActivation && a.gated);
+  const int64_t m_tiles = grid.m_tiles, n_tiles = grid.n_tiles;
+  const int64_t blocks = grid.tiles();
   if (blocks > std::numeric_limits<int32_t>::max())
     return Status::Unsupported("grouped GEMM: " + std::to_string(blocks) + " tiles exceed the grid limit");
   const size_t smem = S::smem_bytes(a.local_experts);

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -14,6 +15,19 @@ namespace moekit::cuda::moe {
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+// The grid of a grouped GEMM over R_max routed rows, `rows` per tile: each tile holds at least one
+// row, and at most one partial tile per expert that has rows (tiles past the routed rows end early).
+// A gated epilogue's tile holds cols/2 outputs (gate and up rows paired), so it covers n/2 columns.
+struct TileGrid {
+  int64_t m_tiles, n_tiles;
+  int64_t tiles() const { return m_tiles * n_tiles; }
+};
+inline TileGrid tile_grid(int64_t max_rows, int64_t local_experts, int rows, int64_t n, int cols, bool paired) {
+  const int64_t m = std::min(max_rows, max_rows / rows + std::min(local_experts, max_rows));
+  const int64_t nt = paired ? ceil_div(n / 2, cols / 2) : ceil_div(n, cols);
+  return {m, nt};
+}
 
 // Lets `kernel` use `bytes` of dynamic shared memory (over 48 KB needs an opt-in per kernel). Not a
 // stream operation, so it is allowed while a stream is being captured.

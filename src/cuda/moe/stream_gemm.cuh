@@ -92,10 +92,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     if (!paired) return n0 + j < N ? n0 + j : -1;
     const int r = j % 16;
     const int64_t i = n0 + (j / 16) * 8 + (r % 8);
-    if (i >= inter) return -1;
-    const bool up = r >= 8;
-    if (a.interleaved) return 2 * i + (up ? 1 : 0);
-    return up ? inter + i : i;
+    return i < inter ? gate_up_row(i, r >= 8, inter, a.interleaved) : -1;
   };
 
   const T* X = static_cast<const T*>(a.a);

@@ -38,11 +38,8 @@ template <typename T, class S, Epilogue kEpi>
 Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const int64_t R = a.max_rows;
   if (R == 0) return Status::Ok();
-  // Tiles: the most NT-row tiles R rows can make, times the column tiles (empty ones end early).
-  const int64_t m_tiles = std::min(R, R / S::NT + std::min<int64_t>(a.local_experts, R));
-  const bool paired = kEpi == Epilogue::kActivation && a.gated;
-  const int64_t n_tiles = paired ? ceil_div(a.n / 2, S::BW / 2) : ceil_div(a.n, S::BW);
-  const int64_t tiles = m_tiles * n_tiles;
+  const TileGrid grid = tile_grid(R, a.local_experts, S::NT, a.n, S::BW, kEpi == Epilogue::kActivation && a.gated);
+  const int64_t n_tiles = grid.n_tiles, tiles = grid.tiles();
   const int64_t k_tiles = ceil_div(a.k, S::BK);
   const size_t smem = S::smem_bytes(a.local_experts);
   auto kernel = stream_gemm_kernel<T, S, kEpi>;
