@@ -49,10 +49,7 @@ int bits_for(int64_t x) {  // bits needed to hold values 0..x
 }
 
 __device__ __forceinline__ int local_of(const TopkMapsArgs& a, int32_t g) {
-  if (g < 0 || g >= a.num_experts) return -1;  // ids are not read on the host: out of range counts as remote
-  if (a.expert_map) return a.expert_map[g];
-  const int l = g - a.local_begin;
-  return (l >= 0 && l < a.local_experts) ? l : -1;
+  return local_expert_of(g, a.num_experts, a.expert_map, a.local_begin, a.local_experts);
 }
 
 template <typename Key>

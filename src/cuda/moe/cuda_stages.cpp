@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,19 +110,29 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 // The regions whose sizes follow from the shapes come first; the maps' sort scratch (sized by CUB)
 // is last and takes the rest, so carving at run time needs no CUB size query (the maps launcher
 // checks that the rest is enough).
+// The decode layer's scratch (its counters, lists and gemm2 partial rows at the largest split), for
+// a token count it may take.
+size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
+  const bool fits = (p.input_format == InputFormat::kStandard || p.input_format == InputFormat::kPreRouted) && tokens <= kDecodeMaxTokens &&
+                    tokens * p.top_k <= kDecodeMaxSlots;
+  return fits ? decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit) : 0;
+}
+
 struct FixedScratch {
-  size_t row_dest = 0, accumulator = 0, sm90 = 0, maps = 0;  // offsets; maps = the fixed part's size
-  size_t sm90_bytes = 0;
+  size_t row_dest = 0, accumulator = 0, sm90 = 0, decode = 0, maps = 0;  // offsets; maps = the fixed part's size
+  size_t sm90_bytes = 0, decode_bytes = 0;
 };
 
-FixedScratch fixed_scratch(const MoeProblem& p, int64_t max_rows, int64_t out_rows) {
+FixedScratch fixed_scratch(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
   FixedScratch l;
   size_t end = align256(static_cast<size_t>(max_rows) * 4);
   l.accumulator = end;
   if (combines(p)) end += align256(static_cast<size_t>(out_rows * p.hidden) * 4);
   l.sm90 = end;
   l.sm90_bytes = sm90_scratch_bytes(p);
-  l.maps = end + align256(l.sm90_bytes);
+  l.decode = end + align256(l.sm90_bytes);
+  l.decode_bytes = decode_scratch_bytes(p, tokens);
+  l.maps = l.decode + align256(l.decode_bytes);
   return l;
 }
 
@@ -131,7 +142,7 @@ Result<size_t> scratch_bytes(const MoeProblem& p, int64_t tokens, int64_t max_ro
   if ((f == InputFormat::kStandard || f == InputFormat::kPreRouted) && tokens * p.top_k > kSingleCtaMapsMaxRows)
     MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &maps_bytes));
   if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &maps_bytes));
-  return fixed_scratch(p, max_rows, out_rows).maps + align256(maps_bytes);
+  return fixed_scratch(p, tokens, max_rows, out_rows).maps + align256(maps_bytes);
 }
 
 struct Scratch {
@@ -141,15 +152,17 @@ struct Scratch {
   size_t maps_bytes;
   void* sm90;
   size_t sm90_bytes;
+  void* decode;
+  size_t decode_bytes;
 };
 
 Result<Scratch> carve(const StageContext& c) {
-  const FixedScratch l = fixed_scratch(c.problem, max_rows(c), out_rows(c));
+  const FixedScratch l = fixed_scratch(c.problem, num_tokens(c), max_rows(c), out_rows(c));
   const size_t given = static_cast<size_t>(c.buffers.scratch.numel());
   if (given < l.maps) return Status::Internal(fmt::format("cuda scratch: {} bytes given, {} needed", given, l.maps));
   auto* base = ptr<unsigned char>(c.buffers.scratch);
   return Scratch{reinterpret_cast<int32_t*>(base + l.row_dest), reinterpret_cast<float*>(base + l.accumulator), base + l.maps,
-                 given - l.maps, base + l.sm90, l.sm90_bytes};
+                 given - l.maps, base + l.sm90, l.sm90_bytes, base + l.decode, l.decode_bytes};
 }
 
 // ---- routing and maps ------------------------------------------------------------------------------
@@ -283,6 +296,32 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, int64_t n, int6
   return tile;
 }
 
+// ---- the decode layer (decode_layer.cuh) -------------------------------------------------------------
+// Why the two-launch decode layer does not take this problem (nullopt: it does).
+std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
+  const auto& p = q.problem;
+  if (q.num_tokens > kDecodeMaxTokens)
+    return fmt::format("T={} > {}: a CTA holds all of an expert's routed rows (up to T), at most {} of them", q.num_tokens, kDecodeMaxTokens,
+                       kDecodeMaxTokens);
+  if (q.num_tokens * p.top_k > kDecodeMaxSlots)
+    return fmt::format("T*K={} > {}: one CTA lists the routed slots", q.num_tokens * p.top_k, kDecodeMaxSlots);
+  if (p.quant != QuantScheme::kNone) return fmt::format("quant={}: the decode kernels take f16/bf16 weights only", quant_scheme_name(p.quant));
+  if (p.activation_dtype != DType::kBF16 && p.activation_dtype != DType::kF16)
+    return fmt::format("activation_dtype={}: the tensor-core kernels take f16 or bf16", dtype_name(p.activation_dtype));
+  if (p.apply_router_weight_on_input)
+    return std::string("apply_router_weight_on_input: gemm1 reads the hidden rows as they are (the stage pipeline's expand applies the weight)");
+  return std::nullopt;
+}
+
+// gemm2's K split inside the decode layer: every split that leaves no rank without k tiles.
+KnobSpec decode_split_knob(const MoeProblem& p) {
+  KnobSpec k{"decode.split", {}, std::to_string(decode_default_split(p.hidden, p.intermediate)), Stage::kGemm2};
+  const int64_t kt = (p.intermediate + 127) / 128;
+  for (int split = 1; split <= kDecodeMaxSplit; split *= 2)
+    if ((split - 1) * ((kt + split - 1) / split) < kt) k.values.push_back(std::to_string(split));
+  return k;
+}
+
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
@@ -298,6 +337,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
+  if (!decode_layer_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;
 }
 
@@ -470,6 +510,46 @@ Status gemm2_finalize_stage(const StageContext& c) {
   return launch_convert(s->accumulator, c.outputs.out.data(), elem_of(p.activation_dtype), count, stream_of(c));
 }
 
+// The whole layer for a few tokens in two launches (decode_layer.cuh).
+Status decode_layer_stage(const StageContext& c) {
+  const auto& p = c.problem;
+  const auto& w = c.weights;
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  DecodeLayerArgs a;
+  a.type = elem_of(p.activation_dtype);
+  a.route = route_args(c);
+  a.route_on_device = p.input_format == InputFormat::kStandard;
+  a.topk_ids = ptr<const int32_t>(c.buffers.topk_ids);
+  a.topk_weights = ptr<const float>(c.buffers.topk_weights);
+  a.expert_map = ptr<const int32_t>(w.expert_map);
+  a.local_begin = p.local_expert_begin;
+  a.local_experts = p.local_experts();
+  a.hidden = c.inputs.hidden.data();
+  a.w13 = w.w13.data();
+  a.w2 = w.w2.data();
+  a.w13_bias = w.w13_bias.data();
+  a.w13_bias_type = elem_of(w.w13_bias.dtype());
+  a.w2_bias = w.w2_bias.data();
+  a.w2_bias_type = elem_of(w.w2_bias.dtype());
+  a.hidden_size = p.hidden;
+  a.inter = p.intermediate;
+  a.activation = static_cast<int>(p.activation.kind);
+  a.gated = activation_is_gated(p.activation.kind);
+  a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
+  a.alpha = p.activation.alpha;
+  a.limit = p.activation.limit;
+  a.scale = p.routing.routed_scaling_factor;
+  a.no_combine = p.no_combine;
+  a.out = c.outputs.out.data();
+  a.act = c.buffers.gemm2_in.data();
+  const std::string_view split = knob_value(c, "decode.split", "");
+  a.split = split.empty() ? decode_default_split(p.hidden, p.intermediate) : std::stoi(std::string(split));
+  a.scratch = s->decode;
+  a.scratch_bytes = s->decode_bytes;
+  return launch_decode_layer(a, stream_of(c));
+}
+
 // ---- checks ----------------------------------------------------------------------------------------
 Status check_aligned(std::string_view name, const TensorView& t, size_t bytes) {
   if (t.data() != nullptr && reinterpret_cast<uintptr_t>(t.data()) % bytes != 0)
@@ -511,6 +591,7 @@ Status register_cuda_backend(Registry& r) {
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
   r.set_knob_space(cuda, knob_space);
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, {F::kStandard, F::kPreRouted}, decode_layer_declines, decode_layer_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.build_maps", cuda, Stage::kBuildMaps, Stage::kBuildMaps, all, build_maps_stage}));

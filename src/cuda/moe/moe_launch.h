@@ -210,4 +210,51 @@ inline constexpr int64_t kManyTiles = 4096;
 GemmTile choose_gemm_tile(double rows_per_expert);
 Status launch_grouped_gemm(const GemmArgs& a, void* stream);
 
+
+// ---- the whole layer for a few tokens (decode_layer.cuh) ------------------------------------------
+// Two launches: one CTA routes the tokens (or reads PreRouted ids) and lists the active local experts
+// with their routed rows; then one grid runs every gemm1 tile (gathered hidden rows in, activation in
+// the epilogue), every gemm2 tile (each waits for its expert's gemm1 tiles after prefetching its own
+// weights) and the combine (the last gemm2 tile of each 64-column block sums its tokens in slot order).
+struct DecodeLayerArgs {
+  Elem type = Elem::kBF16;
+  RouteArgs route;             // topk_ids/topk_weights: where the routing goes (or the PreRouted inputs)
+  bool route_on_device = true;  // false: PreRouted (topk_ids/topk_weights below are the caller's)
+  const int32_t* topk_ids = nullptr;    // [T, K]: what the layer reads (route's output when routed here)
+  const float* topk_weights = nullptr;  // [T, K]
+  const int32_t* expert_map = nullptr;  // optional [E]: global -> local or -1
+  int local_begin = 0;
+  int local_experts = 0;
+  const void* hidden = nullptr;  // [T, H]
+  const void* w13 = nullptr;     // [E_local, N1, H]
+  const void* w2 = nullptr;      // [E_local, H, I]
+  const void* w13_bias = nullptr;
+  Elem w13_bias_type = Elem::kF32;
+  const void* w2_bias = nullptr;
+  Elem w2_bias_type = Elem::kF32;
+  int64_t hidden_size = 0;  // H
+  int64_t inter = 0;        // I
+  int activation = 0;
+  bool gated = true;
+  bool interleaved = false;
+  float alpha = 0.f;
+  float limit = 0.f;
+  float scale = 1.f;        // routed_scaling_factor
+  bool no_combine = false;  // out [T*K, H]: one row per slot
+  void* out = nullptr;
+  void* act = nullptr;      // [T*K, I] in `type`: gemm1's activated rows (gemm2_in)
+  int split = 1;            // gemm2's K split (1..8): partial sums added in rank order by the combine
+  void* scratch = nullptr;  // decode_layer_scratch_bytes
+  size_t scratch_bytes = 0;
+};
+// The most tokens and routed slots (T*K) the decode layer takes.
+inline constexpr int64_t kDecodeMaxTokens = 32;
+inline constexpr int64_t kDecodeMaxSlots = 1024;
+inline constexpr int kDecodeMaxSplit = 8;
+size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int split);
+// gemm2's K split the decode layer takes by default: about as many k tiles per gemm2 tile as a gemm1
+// tile streams (Mixtral's I = 14336 against H = 4096: 3), at most 8.
+int decode_default_split(int64_t hidden, int64_t inter);
+Status launch_decode_layer(const DecodeLayerArgs& a, void* stream);
+
 }  // namespace moekit::cuda::moe

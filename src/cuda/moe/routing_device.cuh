@@ -14,6 +14,16 @@
 
 namespace moekit::cuda::moe {
 
+// The local index of global expert g: expert_map[g] when a map is given, else g's place in the
+// local range [begin, begin + local); -1 for a remote expert or an id outside [0, experts) (ids are
+// never read on the host, so a bad one counts as remote rather than faulting).
+__host__ __device__ __forceinline__ int local_expert_of(int32_t g, int experts, const int32_t* map, int begin, int local) {
+  if (g < 0 || g >= experts) return -1;
+  if (map) return map[g];
+  const int l = g - begin;
+  return (l >= 0 && l < local) ? l : -1;
+}
+
 // Per-warp shared memory: score[E], aux[E], wsel[E], gscore[n_group] (doubles), chosen[E] (ints),
 // flag[E], gflag[n_group] (bytes).
 __host__ __device__ inline size_t route_smem_per_warp(int experts, int n_group) {

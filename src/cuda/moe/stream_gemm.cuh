@@ -54,91 +54,87 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
 }
 
-template <typename T, class S, Epilogue kEpi>
-__global__ void __launch_bounds__(S::kThreads, 2)
-    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  constexpr int BW = S::BW, NT = S::NT, NB = S::NB, BK = S::BK, LDS = S::LDS, kStages = S::kStages;
-  T* Ws = reinterpret_cast<T*>(smem);
-  T* Xs = Ws + kStages * BW * LDS;
-  int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
-  __shared__ TileWork work;
-
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
-  const int64_t linear = blockIdx.x / split;
-  const int rank = static_cast<int>(blockIdx.x % split);
-  const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
-
-  // Under PDL the offsets (from the maps, two or more launches back) and the weights can be read
-  // before the previous kernel's rows are: the tile search and the first weight stages overlap it.
-  if (!a.weights_before_wait) pdl_enter();
-  const TileWork tile = block_find_tile<NT>(a, offs, work, tile_m);
-  const int e = tile.expert;
-  if (e < 0) {  // every rank of the cluster returns here together
-    if (a.weights_before_wait) pdl_enter();
-    return;
-  }
-  const int64_t row0 = tile.row0, row_end = tile.row_end;
-
-  const int64_t K = a.k, N = a.n;
-  constexpr bool kPaired = kEpi == Epilogue::kActivation;
-  const bool paired = kPaired && a.gated;
-  const int64_t inter = N / 2;
-  const int64_t n0 = tile_n * (paired ? BW / 2 : BW);
-  // Weight row of tile row j (-1 past the end). Paired: warp w's rows 0-7 are gate i, rows 8-15 up i,
-  // for i = n0 + 8w + (j % 8).
-  auto w_row = [&](int j) -> int64_t {
-    if (!paired) return n0 + j < N ? n0 + j : -1;
+// The weight row of tile row j (-1 past the end). Paired (gemm1 + gated activation): warp w's rows
+// 0-7 are gate i, rows 8-15 up i, for i = n0 + 8w + (j % 8); the tile covers BW/2 outputs.
+struct StreamRows {
+  int64_t n0, n, inter;
+  bool paired, interleaved;
+  __device__ __forceinline__ int64_t operator()(int j) const {
+    if (!paired) return n0 + j < n ? n0 + j : -1;
     const int r = j % 16;
     const int64_t i = n0 + (j / 16) * 8 + (r % 8);
-    return i < inter ? gate_up_row(i, r >= 8, inter, a.interleaved) : -1;
-  };
-
-  const T* X = static_cast<const T*>(a.a);
-  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
-  constexpr int kChunks = BK / 8;  // 16-byte chunks per row and stage
-  // Each thread's weight rows are fixed across stages: resolve them once.
-  constexpr int kWLoads = BW * kChunks / S::kThreads;
-  const T* w_src[kWLoads];
-#pragma unroll
-  for (int l = 0; l < kWLoads; ++l) {
-    const int c = tid + l * S::kThreads;
-    const int64_t wr = w_row(c / kChunks);
-    w_src[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
+    return i < inter ? gate_up_row(i, r >= 8, inter, interleaved) : -1;
   }
-  const int64_t k_tiles = (K + BK - 1) / BK;
-  const int64_t kt_begin = rank * k_tiles_per_split;
-  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
-  const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
+};
+
+// Where each thread's 16-byte chunks of one tile come from: resolved once per tile, since a thread
+// copies the same (row, chunk) at every stage, only k advances. nullptr: a row past the end (zeros).
+template <typename T, class S>
+struct StreamSources {
+  static constexpr int kChunks = S::BK / 8;  // 16-byte chunks per row and stage
+  static constexpr int kWLoads = S::BW * kChunks / S::kThreads;
+  static constexpr int kXLoads = (S::NT * kChunks + S::kThreads - 1) / S::kThreads;
+  const T* w[kWLoads];
+  const T* x[kXLoads];
+
+  // Weight rows from `rows` of expert matrix W ([N, K] row-major); routed row r (< `count`) from
+  // `x_row(r)`, a pointer to that row's first element (K elements).
+  template <class XRow>
+  __device__ __forceinline__ StreamSources(const T* W, int64_t K, const StreamRows& rows, int count, XRow x_row) {
+    const int tid = static_cast<int>(threadIdx.x);
+#pragma unroll
+    for (int l = 0; l < kWLoads; ++l) {
+      const int c = tid + l * S::kThreads;
+      const int64_t wr = rows(c / kChunks);
+      w[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
+    }
+#pragma unroll
+    for (int l = 0; l < kXLoads; ++l) {
+      const int c = tid + l * S::kThreads;
+      const int r = c / kChunks;
+      x[l] = r < S::NT && r < count ? x_row(r) + (c % kChunks) * 8 : nullptr;
+    }
+  }
+};
+
+// The k loop of one tile over k tiles [kt_begin, kt_begin + count): weights and routed rows through a
+// kStages-deep cp.async pipeline into `smem`, mma.sync into `acc`. The first weight stages are issued
+// before `before_rows()` runs (a PDL wait, or a wait for the rows' producer), the rows after it.
+// `any` is a valid global address for the zero-filling copies.
+template <typename T, class S, class BeforeRows>
+__device__ __forceinline__ void stream_mainloop(unsigned char* smem, const StreamSources<T, S>& src, const T* any, int64_t K, int64_t kt_begin,
+                                                int64_t count, float (&acc)[S::NB][4], BeforeRows before_rows) {
+  constexpr int BW = S::BW, NT = S::NT, NB = S::NB, BK = S::BK, LDS = S::LDS, kStages = S::kStages;
+  using Src = StreamSources<T, S>;
+  constexpr int kChunks = Src::kChunks;
+  T* Ws = reinterpret_cast<T*>(smem);
+  T* Xs = Ws + kStages * BW * LDS;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
 
   auto load_weights = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
     T* ws = Ws + stage * BW * LDS;
 #pragma unroll
-    for (int l = 0; l < kWLoads; ++l) {
+    for (int l = 0; l < Src::kWLoads; ++l) {
       const int c = tid + l * S::kThreads;
       const int r = c / kChunks, kc = (c % kChunks) * 8;
-      const bool ok = w_src[l] != nullptr && k0 + kc < K;
-      detail::cp_async_16(ws + r * LDS + kc, ok ? w_src[l] + k0 : W, ok);
+      const bool ok = src.w[l] != nullptr && k0 + kc < K;
+      detail::cp_async_16(ws + r * LDS + kc, ok ? src.w[l] + k0 : any, ok);
     }
   };
   auto load_rows = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
     T* xs = Xs + stage * NT * LDS;
-    for (int c = tid; c < NT * kChunks; c += S::kThreads) {
+#pragma unroll
+    for (int l = 0; l < Src::kXLoads; ++l) {
+      const int c = tid + l * S::kThreads;
+      if (c >= NT * kChunks) continue;
       const int r = c / kChunks, kc = (c % kChunks) * 8;
-      const int64_t row = row0 + r;
-      const bool ok = row < row_end && k0 + kc < K;
-      detail::cp_async_16(xs + r * LDS + kc, ok ? X + row * K + k0 + kc : X, ok);
+      const bool ok = src.x[l] != nullptr && k0 + kc < K;
+      detail::cp_async_16(xs + r * LDS + kc, ok ? src.x[l] + k0 : any, ok);
     }
   };
-  auto load_stage = [&](int stage, int64_t kt) {
-    load_weights(stage, kt);
-    load_rows(stage, kt);
-  };
 
-  float acc[NB][4];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
@@ -152,7 +148,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     if (s < count) load_weights(s, kt_begin + s);
     detail::cp_async_commit();
   }
-  if (a.weights_before_wait) pdl_enter();
+  before_rows();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < count) load_rows(s, kt_begin + s);
@@ -162,7 +158,10 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     detail::cp_async_wait<kStages - 2>();
     __syncthreads();
     const int64_t next = it + kStages - 1;
-    if (next < count) load_stage(static_cast<int>(next % kStages), kt_begin + next);
+    if (next < count) {
+      load_weights(static_cast<int>(next % kStages), kt_begin + next);
+      load_rows(static_cast<int>(next % kStages), kt_begin + next);
+    }
     detail::cp_async_commit();
 
     const T* ws = Ws + (it % kStages) * BW * LDS + warp * 16 * LDS;
@@ -180,37 +179,19 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     }
   }
   detail::cp_async_wait<0>();
+}
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (split > 1) {
-    // Split K: every rank parks its partial tile in its own shared memory (the pipeline is drained),
-    // rank 0 adds the others' in rank order, and the others wait until it has read them.
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    __syncthreads();
-    float* part = reinterpret_cast<float*>(smem);
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
-    cluster.sync();
-    if (rank == 0) {
-      for (int r = 1; r < split; ++r) {
-        const float* other = cluster.map_shared_rank(part, r);
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
-      }
-    }
-    cluster.sync();
-    if (rank != 0) return;
-  }
-#endif
-
-  // ---- epilogue: lane (g, t) holds weight rows g and g + 8 of its warp, routed rows 2t and 2t + 1
-  // of each n8 block.
+// The epilogue of one tile: lane (g, t) holds weight rows g and g + 8 of its warp, routed rows 2t and
+// 2t + 1 of each n8 block; routed row j of the tile is row row0 + j of the output buffers (up to
+// row_end). kEpi as in moe_launch.h; `a` gives the epilogue's fields, `e` the expert (bias row).
+template <typename T, class S, Epilogue kEpi>
+__device__ __forceinline__ void stream_epilogue(const GemmArgs& a, const float (&acc)[S::NB][4], int e, int64_t row0, int64_t row_end,
+                                                const StreamRows& w_row) {
+  constexpr int NB = S::NB;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int g = lane / 4, t = lane % 4;
+  const int64_t N = a.n, n0 = w_row.n0, inter = w_row.inter;
+  constexpr bool kPaired = kEpi == Epilogue::kActivation;
   const int64_t bias_base = static_cast<int64_t>(e) * N;
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) {
@@ -219,7 +200,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
       const int64_t row = row0 + nb * 8 + 2 * t + c;
       if (row >= row_end) continue;
       if constexpr (kPaired) {
-        if (paired) {
+        if (w_row.paired) {
           const int64_t gate_row = w_row(warp * 16 + g);
           if (gate_row < 0) continue;
           float gate = acc[nb][c], up = acc[nb][2 + c];
@@ -256,6 +237,77 @@ __global__ void __launch_bounds__(S::kThreads, 2)
       }
     }
   }
+}
+
+template <typename T, class S, Epilogue kEpi>
+__global__ void __launch_bounds__(S::kThreads, 2)
+    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int NB = S::NB, BW = S::BW, BK = S::BK;
+  int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
+  __shared__ TileWork work;
+
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
+  const int64_t linear = blockIdx.x / split;
+  const int rank = static_cast<int>(blockIdx.x % split);
+  const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
+
+  // Under PDL the offsets (from the maps, two or more launches back) and the weights can be read
+  // before the previous kernel's rows are: the tile search and the first weight stages overlap it.
+  if (!a.weights_before_wait) pdl_enter();
+  const TileWork tile = block_find_tile<S::NT>(a, offs, work, tile_m);
+  const int e = tile.expert;
+  if (e < 0) {  // every rank of the cluster returns here together
+    if (a.weights_before_wait) pdl_enter();
+    return;
+  }
+  const int64_t row0 = tile.row0, row_end = tile.row_end;
+
+  const int64_t K = a.k, N = a.n;
+  const bool paired = kEpi == Epilogue::kActivation && a.gated;
+  const StreamRows w_row{tile_n * (paired ? BW / 2 : BW), N, N / 2, paired, a.interleaved};
+  const T* X = static_cast<const T*>(a.a);
+  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
+  const StreamSources<T, S> src(W, K, w_row, rows, [&](int r) { return X + (row0 + r) * K; });
+
+  const int64_t k_tiles = (K + BK - 1) / BK;
+  const int64_t kt_begin = rank * k_tiles_per_split;
+  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
+  const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
+  float acc[NB][4];
+  stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
+    if (a.weights_before_wait) pdl_enter();
+  });
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (split > 1) {
+    // Split K: every rank parks its partial tile in its own shared memory (the pipeline is drained),
+    // rank 0 adds the others' in rank order, and the others wait until it has read them.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __syncthreads();
+    float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
+    cluster.sync();
+    if (rank == 0) {
+      for (int r = 1; r < split; ++r) {
+        const float* other = cluster.map_shared_rank(part, r);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
+      }
+    }
+    cluster.sync();
+    if (rank != 0) return;
+  }
+#endif
+  stream_epilogue<T, S, kEpi>(a, acc, e, row0, row_end, w_row);
 }
 
 }  // namespace moekit::cuda::moe

@@ -1,0 +1,165 @@
+// The shared machinery of the MoE layer GPU tests (moe_case.h).
+#include "moe_case.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "cpu/naive_moe.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/float_formats.h"
+#include "moekit/runner.h"
+
+namespace moekit {
+
+LayerCopy on_gpu(const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out) {
+  auto c = copy_layer(Device::cuda(0), w, in, out);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  return c.ok() ? std::move(c).value() : LayerCopy{};
+}
+
+std::vector<double> to_doubles(const TensorView& device) {
+  auto host = Tensor::empty(device.dtype(), device.shape());
+  EXPECT_TRUE(host.ok());
+  EXPECT_TRUE(copy_tensor(*host, device).ok());
+  std::vector<double> v(static_cast<size_t>(host->numel()));
+  load_elements(host->data(), host->dtype(), 0, host->numel(), v.data());
+  return v;
+}
+
+void poison(const TensorView& t) { ASSERT_EQ(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())), cudaSuccess); }
+
+// ---- errors ---------------------------------------------------------------------------------------
+Errors measure(const std::vector<double>& ref, const std::vector<double>& got, const std::vector<double>& naive, DType dtype) {
+  Errors e;
+  double num_g = 0, num_n = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      if (!std::isnan(got[i])) ++e.untouched_changed;
+      continue;
+    }
+    if (!std::isfinite(got[i])) {
+      ++e.non_finite;
+      continue;
+    }
+    const double n16 = naive::round_to(dtype, naive[i]);
+    num_g += (got[i] - ref[i]) * (got[i] - ref[i]);
+    num_n += (n16 - ref[i]) * (n16 - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  if (den > 0) {
+    e.gpu = std::sqrt(num_g / den);
+    e.naive = std::sqrt(num_n / den);
+  }
+  return e;
+}
+
+// ---- one case -------------------------------------------------------------------------------------
+MoeProblem base_problem(int E, int K, int H, int I) {
+  MoeProblem p;
+  p.num_experts = E;
+  p.top_k = K;
+  p.hidden = H;
+  p.intermediate = I;
+  p.routing.renormalize = true;
+  return p;
+}
+
+Outcome run_case(const Case& c, uint64_t seed) {
+  Outcome result;
+  MoeProblem p = c.problem;
+  RandomLayerOptions o;
+  o.num_tokens = c.tokens;
+  o.seed = seed;
+  o.biases = c.biases;
+  auto layer = make_random_layer(p, o);
+  EXPECT_TRUE(layer.ok()) << layer.status().to_string();
+  if (!layer.ok()) return result;
+  if (c.tweak) c.tweak(*layer);
+  Tensor map;
+  if (c.expert_map) {
+    map = std::move(*Tensor::empty(DType::kI32, {p.num_experts}));
+    for (int g = 0; g < p.num_experts; ++g) map.data_as<int32_t>()[g] = (g % 2 == 0 && g / 2 < p.local_experts()) ? g / 2 : -1;
+    layer->weights.expert_map = map.view();
+  }
+  const MoeInputs host_in = layer->inputs();
+  const MoeOutputs host_out = layer->outputs();
+
+  const bool standard = p.input_format == InputFormat::kStandard;
+  const int64_t T = host_in.hidden.size(0);
+  MoeOutputs wanted = host_out;
+  Tensor ids_host, weights_host;
+  if (standard && c.check_ids) {
+    ids_host = std::move(*Tensor::empty(DType::kI32, {T, p.top_k}));
+    weights_host = std::move(*Tensor::empty(DType::kF32, {T, p.top_k}));
+    wanted.topk_ids = ids_host.view();
+    wanted.topk_weights = weights_host.view();
+  }
+  const LayerCopy gpu = on_gpu(layer->weights, host_in, wanted);
+  const MoeWeights& dw = gpu.weights;
+  const MoeInputs& din = gpu.inputs;
+  const MoeOutputs& dout = gpu.outputs;
+
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = c.fusions, .choice = c.choice});
+  EXPECT_TRUE(runner.ok()) << runner.status().to_string();
+  if (!runner.ok()) return result;
+  auto prepared = runner->prepare_weights(dw);
+  EXPECT_TRUE(prepared.ok()) << prepared.status().to_string();
+  if (!prepared.ok()) return result;
+  auto bytes = runner->workspace_size(din);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*bytes)}, Device::cuda(0));
+  EXPECT_TRUE(ws.ok());
+  poison(dout.out);
+  if (bytes.ok() && *bytes > 0) poison(ws->view());
+  const Status st = runner->run(*prepared, din, dout, std::span(static_cast<std::byte*>(ws->data()), *bytes), {});
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  result.out = to_doubles(dout.out);
+  const int64_t plan_tokens = p.input_format == InputFormat::kMasked ? p.local_experts() * c.tokens : T;
+  for (const auto& step : runner->plan(plan_tokens, WeightTraits::of(dw)).steps) result.steps += (result.steps.empty() ? "" : " ") + step.kernel;
+
+  // The float64 oracle and the naive 16-bit model, on the host copies.
+  const std::vector<double> ref = naive::run(p, layer->weights, host_in);
+  const std::vector<double> n16 = naive::run(p, layer->weights, host_in, p.activation_dtype);
+  result.errors = measure(ref, result.out, n16, p.activation_dtype);
+
+  if (standard && c.check_ids) {
+    // Routing in double on both sides: the same experts, weights within float rounding.
+    std::vector<int32_t> ref_ids(static_cast<size_t>(T * p.top_k));
+    std::vector<float> ref_w(ref_ids.size());
+    const Status rs = cpu::route(p.routing, p.num_experts, p.top_k, host_in.router_logits, host_in.e_score_correction_bias,
+                                 TensorView(ref_ids.data(), DType::kI32, {T, p.top_k}), TensorView(ref_w.data(), DType::kF32, {T, p.top_k}));
+    EXPECT_TRUE(rs.ok()) << rs.to_string();
+    const std::vector<double> got_ids = to_doubles(dout.topk_ids), got_w = to_doubles(dout.topk_weights);
+    int64_t id_mismatch = 0;
+    double w_err = 0;
+    for (size_t i = 0; i < ref_ids.size(); ++i) {
+      id_mismatch += got_ids[i] != ref_ids[i];
+      w_err = std::max(w_err, std::abs(got_w[i] - ref_w[i]));
+    }
+    EXPECT_EQ(id_mismatch, 0) << c.name;
+    EXPECT_LE(w_err, 1e-6) << c.name;
+  }
+  return result;
+}
+
+void expect_within_tolerance(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(c.name);
+  const Outcome o = run_case(c, seed);
+  EXPECT_EQ(o.errors.non_finite, 0) << c.name;
+  EXPECT_EQ(o.errors.untouched_changed, 0) << c.name;
+  EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
+  std::printf("  %-44s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
+}
+
+
+bool hopper() {
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 && minor == 0;
+}
+
+}  // namespace moekit

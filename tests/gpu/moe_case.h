@@ -1,0 +1,66 @@
+// The shared machinery of the MoE layer GPU tests: one case (a problem, a token count and options) run
+// through MoeRunner on the GPU against the float64 oracle (tests/cpu/naive_moe.h) on a fresh random
+// layer, the output poisoned (NaN) first.
+//
+// Tolerance (docs/cuda-backend.md): with ref the float64 layer, naive16 the same layer computed by a
+// naive 16-bit implementation (every GEMM input and output row stored in the activation dtype,
+// float64 accumulation, the final output rounded) and err(x) = ||x - ref|| / ||ref||, the GPU output
+// must satisfy err(gpu) <= 2 * err(naive16) + 1e-6. Masked rows that must stay untouched must still
+// hold the poison, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "moekit/layer_copy.h"
+#include "moekit/plan.h"
+#include "moekit/random_layer.h"
+
+namespace moekit {
+
+// Odd shapes: H a multiple of 8 but not of 128, I likewise.
+constexpr int kH = 264, kI = 136;
+
+// The layer's tensors on the GPU (moekit/layer_copy.h), or a failed test.
+LayerCopy on_gpu(const MoeWeights& w, const MoeInputs& in, const MoeOutputs& out);
+std::vector<double> to_doubles(const TensorView& device);
+void poison(const TensorView& t);
+
+struct Errors {
+  double gpu = 0, naive = 0;
+  int64_t non_finite = 0, untouched_changed = 0;
+};
+// ref: float64 (NaN marks Masked rows that must stay untouched); got: the GPU output; naive: the
+// naive 16-bit model before its final rounding.
+Errors measure(const std::vector<double>& ref, const std::vector<double>& got, const std::vector<double>& naive, DType dtype);
+
+struct Case {
+  std::string name;
+  MoeProblem problem;
+  int64_t tokens = 1;  // T (Masked: max_m)
+  bool biases = false;
+  bool expert_map = false;  // an expert_map holding every other expert
+  FusionControls fusions{};
+  bool check_ids = true;
+  KernelChoice choice{};  // knob values (tiles, splits); empty: the heuristic's
+  std::function<void(RandomLayer&)> tweak = {};  // changes the host layer before it is copied (e.g. PreRouted ids)
+};
+
+MoeProblem base_problem(int E, int K, int H, int I);
+
+struct Outcome {
+  std::vector<double> out;
+  Errors errors;
+  std::string steps;  // the plan's steps that ran, e.g. "cuda.decode_layer"
+};
+// Runs the case on the GPU and returns the output (also checks routing outputs against the CPU).
+Outcome run_case(const Case& c, uint64_t seed);
+void expect_within_tolerance(const Case& c, uint64_t seed);
+
+// A compute capability 9.0 GPU (thread-block clusters of the sm_90a kernels).
+bool hopper();
+
+}  // namespace moekit

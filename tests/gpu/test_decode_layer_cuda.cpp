@@ -1,0 +1,242 @@
+// The whole-layer decode kernel (src/cuda/moe/decode_layer.cuh, "cuda.decode_layer") against the
+// float64 oracle with moe_case.h's tolerance, bitwise against the stage pipeline on the same stream
+// tiles, bitwise against itself across runs, in a CUDA graph replayed with new routing (its
+// counters must start from zero every replay), and at its edge cases: no local expert hit, an expert
+// repeated within a token (more rows than a CTA holds).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/naive_moe.h"
+#include "moe_case.h"
+#include "moekit/runner.h"
+
+namespace moekit {
+namespace {
+
+constexpr const char* kDecode = "cuda.decode_layer";
+
+void expect_decode_within_tolerance(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(c.name);
+  const Outcome o = run_case(c, seed);
+  EXPECT_EQ(o.steps, kDecode) << c.name << ": the plan ran " << o.steps;
+  EXPECT_EQ(o.errors.non_finite, 0) << c.name;
+  EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
+  std::printf("  %-60s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
+}
+
+Case gpt_oss(int E, int K, int64_t T) {
+  Case c{"gpt-oss clamped interleaved biases E" + std::to_string(E) + " K" + std::to_string(K) + " H2880 I1408 T" + std::to_string(T),
+         base_problem(E, K, 2880, 1408), T, true};
+  c.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
+  c.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  return c;
+}
+
+TEST(DecodeLayerCuda, TokenCountsAndRowsPerCta) {
+  MOEKIT_REQUIRE_GPU();
+  // 8, 16 and 32 routed rows per CTA (T <= 8, <= 16, <= 32); T = 0 launches nothing.
+  for (int64_t T : {0, 1, 3, 8, 9, 16, 17, 32}) {
+    Case c{"softmax E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T};
+    if (T == 0) {
+      expect_within_tolerance(c, 200);
+      continue;
+    }
+    expect_decode_within_tolerance(c, 200 + T);
+  }
+  expect_decode_within_tolerance({"one expert E1 K1 T5", base_problem(1, 1, kH, kI), 5}, 230);
+}
+
+TEST(DecodeLayerCuda, RoutingMethodsAndWideExperts) {
+  MOEKIT_REQUIRE_GPU();
+  Case ds{"deepseek E64 K6 groups8/3 scale2.5 T7", base_problem(64, 6, kH, kI), 7};
+  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
+  ds.problem.routing.n_group = 8;
+  ds.problem.routing.topk_group = 3;
+  ds.problem.routing.routed_scaling_factor = 2.5f;
+  expect_decode_within_tolerance(ds, 1);
+  Case mix{"topk_softmax E256 K10 H2880 I1408 T3", base_problem(256, 10, 2880, 1408), 3};
+  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
+  expect_decode_within_tolerance(mix, 2);
+  Case topk{"plain topk E64 K8 no renorm T17", base_problem(64, 8, kH, kI), 17};
+  topk.problem.routing.method = RoutingMethod::kTopK;
+  topk.problem.routing.renormalize = false;
+  expect_decode_within_tolerance(topk, 3);
+  Case wide{"softmax E512 K8 T2", base_problem(512, 8, kH, kI), 2};
+  expect_decode_within_tolerance(wide, 4);
+}
+
+TEST(DecodeLayerCuda, ActivationsLayoutsAndBiases) {
+  MOEKIT_REQUIRE_GPU();
+  expect_decode_within_tolerance(gpt_oss(16, 4, 5), 5);
+  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
+                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity}) {
+    Case c{std::string("activation ") + std::string(activation_name(a)) + " f16 biases E8 K2 T3", base_problem(8, 2, kH, kI), 3, true};
+    c.problem.activation.kind = a;
+    c.problem.activation_dtype = DType::kF16;
+    expect_decode_within_tolerance(c, 6 + static_cast<int>(a));
+  }
+}
+
+TEST(DecodeLayerCuda, ExpertParallelNoCombineAndPreRouted) {
+  MOEKIT_REQUIRE_GPU();
+  Case ep{"EP range 2..6 of 8, no_combine, geglu T9", base_problem(8, 3, kH, kI), 9};
+  ep.problem.local_expert_begin = 2;
+  ep.problem.num_local_experts = 4;
+  ep.problem.no_combine = true;
+  ep.problem.activation.kind = Activation::kGeGLU;
+  expect_decode_within_tolerance(ep, 20);
+  Case map{"expert_map every other of 64, K8, T4", base_problem(64, 8, kH, kI), 4};
+  map.problem.num_local_experts = 32;
+  map.expert_map = true;
+  expect_decode_within_tolerance(map, 21);
+  Case pre{"prerouted f16 relu2 E64 K8 T6", base_problem(64, 8, kH, kI), 6};
+  pre.problem.input_format = InputFormat::kPreRouted;
+  pre.problem.activation_dtype = DType::kF16;
+  pre.problem.activation.kind = Activation::kReLU2;
+  expect_decode_within_tolerance(pre, 22);
+}
+
+TEST(DecodeLayerCuda, EveryGemm2Split) {
+  MOEKIT_REQUIRE_GPU();
+  for (const char* split : {"1", "2", "4", "8"}) {  // I = 2048: 16 k tiles, every split legal
+    Case c{std::string("decode.split ") + split + " biases E8 K2 I2048 T3", base_problem(8, 2, kH, 2048), 3, true};
+    c.choice.knobs = {{"decode.split", split}};
+    expect_decode_within_tolerance(c, 300);
+  }
+  Case odd = gpt_oss(8, 4, 2);  // I = 1408: 11 k tiles, split 4 = 3 + 3 + 3 + 2
+  odd.name += " decode.split 4";
+  odd.choice.knobs = {{"decode.split", "4"}};
+  expect_decode_within_tolerance(odd, 301);
+}
+
+// At split 1 the decode layer computes exactly what the stage pipeline computes on the stream tiles
+// without a K split, with the unfused (fixed-order) finalize: the same products in the same order.
+TEST(DecodeLayerCuda, BitwiseEqualToTheStagePipelineOnStreamTiles) {
+  MOEKIT_REQUIRE_GPU();
+  std::vector<Case> cases;
+  cases.push_back({"swiglu biases E8 K2 T3", base_problem(8, 2, kH, kI), 3, true});
+  cases.push_back(gpt_oss(16, 4, 5));
+  Case plain{"relu2 no_combine E4 K2 T5", base_problem(4, 2, kH, kI), 5};
+  plain.problem.activation.kind = Activation::kReLU2;
+  plain.problem.no_combine = true;
+  cases.push_back(plain);
+  Case map{"expert_map every other of 64, K8, T4, scale 2.5", base_problem(64, 8, kH, kI), 4};
+  map.problem.num_local_experts = 32;
+  map.problem.routing.routed_scaling_factor = 2.5f;
+  map.expert_map = true;
+  cases.push_back(map);
+  uint64_t seed = 310;
+  for (Case c : cases) {
+    ++seed;
+    c.choice.knobs = {{"decode.split", "1"}};
+    const Outcome fused = run_case(c, seed);
+    EXPECT_EQ(fused.steps, kDecode) << c.name;
+    c.fusions.whole_layer = Switch::kOff;
+    c.fusions.gemm1_activation = Switch::kOn;
+    c.fusions.gemm2_finalize = Switch::kOff;
+    c.choice.knobs = {{"gemm1.tile", "stream_n8k128"}, {"gemm2.tile", "stream_n8k128"}};
+    if (hopper()) {
+      c.choice.knobs["gemm1.split"] = "1";
+      c.choice.knobs["gemm2.split"] = "1";
+    }
+    const Outcome staged = run_case(c, seed);
+    EXPECT_NE(staged.steps.find("cuda.gemm2"), std::string::npos) << staged.steps;
+    ASSERT_EQ(fused.out.size(), staged.out.size()) << c.name;
+    EXPECT_EQ(std::memcmp(fused.out.data(), staged.out.data(), fused.out.size() * sizeof(double)), 0) << c.name;
+  }
+}
+
+TEST(DecodeLayerCuda, BitwiseStableAcrossRuns) {
+  MOEKIT_REQUIRE_GPU();
+  Case c{"deterministic split 4 E64 K8 I2048 T13", base_problem(64, 8, kH, 2048), 13, true};
+  c.problem.deterministic = true;
+  c.choice.knobs = {{"decode.split", "4"}};
+  const Outcome a = run_case(c, 50), b = run_case(c, 50);
+  EXPECT_EQ(a.steps, kDecode);
+  ASSERT_EQ(a.out.size(), b.out.size());
+  EXPECT_EQ(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)), 0);
+  EXPECT_LE(a.errors.gpu, 2 * a.errors.naive + 1e-6);
+}
+
+// PreRouted ids, written by the test: every slot on a remote expert (the output is zeros), and one
+// expert taking every slot of every token (80 rows: more than a CTA's 32, taken in turns).
+TEST(DecodeLayerCuda, NoLocalExpertAndRepeatedExperts) {
+  MOEKIT_REQUIRE_GPU();
+  for (bool no_combine : {false, true}) {
+    Case none{std::string("prerouted, only remote experts hit") + (no_combine ? ", no_combine" : ""), base_problem(8, 2, kH, kI), 3};
+    none.problem.input_format = InputFormat::kPreRouted;
+    none.problem.local_expert_begin = 4;
+    none.problem.num_local_experts = 4;
+    none.problem.no_combine = no_combine;
+    none.tweak = [](RandomLayer& l) {
+      auto* ids = l.topk_ids.data_as<int32_t>();
+      for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = static_cast<int32_t>(i % 4);
+    };
+    const Outcome o = run_case(none, 400);
+    EXPECT_EQ(o.steps, kDecode);
+    ASSERT_FALSE(o.out.empty());
+    for (double v : o.out) ASSERT_EQ(v, 0.0) << none.name << ": poison or garbage left in the output";
+  }
+  Case repeated{"prerouted, expert 5 in every slot, E8 K4 T20", base_problem(8, 4, kH, kI), 20, true};
+  repeated.problem.input_format = InputFormat::kPreRouted;
+  repeated.tweak = [](RandomLayer& l) {
+    auto* ids = l.topk_ids.data_as<int32_t>();
+    for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = 5;
+  };
+  expect_decode_within_tolerance(repeated, 401);
+}
+
+TEST(DecodeLayerCuda, GraphReplaysWithNewRouting) {
+  MOEKIT_REQUIRE_GPU();
+  MoeProblem p = base_problem(64, 6, kH, kI);
+  p.routing.method = RoutingMethod::kDeepSeekV3;
+  p.routing.n_group = 8;
+  p.routing.topk_group = 4;
+  const int64_t T = 4;
+  auto layer = make_random_layer(p, {.num_tokens = T, .seed = 61});
+  ASSERT_TRUE(layer.ok());
+  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  ASSERT_EQ(runner->plan(T, WeightTraits::of(gpu.weights)).steps.front().kernel, kDecode);
+  auto prepared = runner->prepare_weights(gpu.weights);
+  ASSERT_TRUE(prepared.ok());
+  const size_t bytes = *runner->workspace_size(gpu.inputs);
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
+  ASSERT_TRUE(ws.ok());
+  poison(ws->view());
+  cudaStream_t stream;
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
+  // Warm-up outside the capture: the plan for this T is built and cached on the first call.
+  ASSERT_TRUE(runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream}).ok());
+  cudaGraph_t graph;
+  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream});
+  MOEKIT_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.ok()) << captured.to_string();
+  cudaGraphExec_t exec;
+  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (uint64_t replay = 0; replay < 4; ++replay) {
+    fill_uniform(layer->router_logits.view(), 3.0, 80 + replay, 1);  // new routing every replay
+    ASSERT_TRUE(copy_tensor(gpu.inputs.router_logits, layer->router_logits.view()).ok());
+    poison(gpu.outputs.out);
+    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const MoeInputs host_in = layer->inputs();
+    const Errors e = measure(naive::run(p, layer->weights, host_in), to_doubles(gpu.outputs.out),
+                             naive::run(p, layer->weights, host_in, p.activation_dtype), p.activation_dtype);
+    EXPECT_EQ(e.non_finite, 0) << "replay " << replay;
+    EXPECT_LE(e.gpu, 2 * e.naive + 1e-6) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace moekit
