@@ -3,8 +3,8 @@
 //   decode_plan_kernel   one CTA: routes the tokens (a warp per token, routing_device.cuh) or reads the
 //                        PreRouted ids, lists the active local experts and their routed rows (sorted
 //                        by (expert, slot)), and zeroes the counters below.
-//   decode_layer_kernel  one grid, one work item per CTA, items handed out by an atomic ticket in the
-//                        order: every gemm1 tile, then every gemm2 tile.
+//   decode_layer_kernel  one grid, one work item per CTA, in block order: every gemm1 tile, then every
+//                        gemm2 tile.
 //     gemm1 tile (active expert a, 64 weight rows): the stream kernel's k loop (stream_gemm.cuh) with
 //       the routed rows gathered straight from `hidden` (no expand), bias and activation in the
 //       epilogue, rows into `act`; then it counts itself done in done1[a].
@@ -16,9 +16,11 @@
 //       bitwise-deterministic (no float atomics) and, at split 1, bitwise equal to the stage pipeline
 //       on the stream tiles.
 //
-// Why no deadlock: a gemm2 tile waits only on gemm1 tiles, and every gemm1 ticket is smaller than
-// every gemm2 ticket, so each gemm1 tile it waits for was taken by a CTA that is already running and
-// never waits. Why the counters are clean: the plan kernel zeroes them, and under PDL it waits for the
+// Why no deadlock: a gemm2 tile waits only on gemm1 tiles, which have lower block indices and never
+// wait. The GPU dispatches a grid's CTAs in block order, so each gemm1 tile a gemm2 CTA waits for is
+// running or done: the assumption CUB's decoupled look-back scan makes too. (An atomic ticket makes
+// the order explicit, but cost a dependent global round trip before any weight load.) Why the
+// counters are clean: the plan kernel zeroes them, and under PDL it waits for the
 // previous kernel (the last run's layer kernel included) before writing anything.
 #pragma once
 
@@ -37,7 +39,7 @@ namespace moekit::cuda::moe {
 // kernel), then the lists, then the float32 partial rows of gemm2 ([split][T*K][H]).
 struct DecodeLayout {
   int64_t slots, col_blocks, split, hidden;
-  // counters: ticket, done1[slots], done2[col_blocks]
+  // counters: (unused word), done1[slots], done2[col_blocks]
   __host__ __device__ int64_t counters() const { return 1 + slots + col_blocks; }
   __host__ __device__ int64_t done1() const { return 1; }
   __host__ __device__ int64_t done2() const { return 1 + slots; }
@@ -56,7 +58,7 @@ __host__ __device__ inline DecodeLayout decode_layout(int64_t tokens, int top_k,
 }
 
 struct DecodeScratch {
-  int* ticket;
+  int* counters;  // counter_words ints, zeroed by the plan kernel
   int* done1;
   int* done2;
   int* n_active;
@@ -93,13 +95,11 @@ template <typename T, class S>
 __global__ void __launch_bounds__(S::kThreads, 2)
     decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int item_s, last_s;
+  __shared__ int last_s;
   constexpr int NT = S::NT, NB = S::NB, BW = S::BW, BK = S::BK;
   pdl_enter();
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) item_s = atomicAdd(s.ticket, 1);
-  __syncthreads();
-  const int64_t item = item_s;
+  const int64_t item = blockIdx.x;
   const int n_active = *s.n_active;
   const int K = a.route.top_k;
   const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
@@ -108,9 +108,10 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   if (item < items1) {  // ---- gemm1 + activation
     const int ai = static_cast<int>(item / n1_tiles);
     const int64_t tile_n = item % n1_tiles;
-    if (ai >= n_active) return;
+    // Loaded together with n_active (one round trip): past the active experts they are unused.
     const int e = s.expert_of_active[ai];
     const int begin = s.active_offsets[ai], end = s.active_offsets[ai + 1];
+    if (ai >= n_active) return;
     GemmArgs g;
     g.n = N1;
     g.k = H;
@@ -129,8 +130,10 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     // within a token, and then the rows are taken NT at a time.
     for (int row0 = begin; row0 < end; row0 += NT) {
       const int rows = min(NT, end - row0);
-      const StreamSources<T, S> src(W, H, w_row, rows, [&](int r) { return X + static_cast<int64_t>(s.slot_of_row[row0 + r] / K) * H; });
-      stream_mainloop<T, S>(smem, src, W, H, 0, (H + BK - 1) / BK, acc, [] {});
+      StreamSources<T, S> src(W, H, w_row);
+      stream_mainloop<T, S>(smem, src, W, H, 0, (H + BK - 1) / BK, acc, [&] {
+        src.set_rows(rows, [&](int r) { return X + static_cast<int64_t>(s.slot_of_row[row0 + r] / K) * H; });
+      });
       stream_epilogue<T, S, Epilogue::kActivation>(g, acc, e, row0, row0 + rows, w_row);
       __syncthreads();  // the pipeline's shared memory is reused by the next rows
     }
@@ -147,6 +150,8 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int64_t n0 = tile_n * BW;
   const int64_t out_rows = a.no_combine ? a.route.tokens * K : a.route.tokens;
   T* out = static_cast<T*>(a.out);
+  const int e = s.expert_of_active[ai];
+  const int begin = s.active_offsets[ai], end = s.active_offsets[ai + 1];
   if (ai >= n_active) {
     // No local expert was hit at all: the output is zeros (one CTA per column block writes them).
     if (n_active == 0 && ai == 0 && rank == 0)
@@ -154,8 +159,6 @@ __global__ void __launch_bounds__(S::kThreads, 2)
         if (n0 + idx % BW < H) out[(idx / BW) * H + n0 + idx % BW] = detail::from_float<T>(0.0f);
     return;
   }
-  const int e = s.expert_of_active[ai];
-  const int begin = s.active_offsets[ai], end = s.active_offsets[ai + 1];
   const int64_t k_tiles = (I + BK - 1) / BK, per_rank = (k_tiles + split - 1) / split;
   const int64_t kt_begin = rank * per_rank;
   const int64_t count = min(k_tiles, kt_begin + per_rank) - kt_begin;
@@ -168,12 +171,13 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const T* X = static_cast<const T*>(a.act);
   for (int row0 = begin; row0 < end; row0 += NT) {
     const int rows = min(NT, end - row0);
-    const StreamSources<T, S> src(W, I, w_row, rows, [&](int r) { return X + static_cast<int64_t>(row0 + r) * I; });
+    StreamSources<T, S> src(W, I, w_row);
     stream_mainloop<T, S>(smem, src, W, I, kt_begin, count, acc, [&] {
       // The weights are on their way; the rows need every gemm1 tile of this expert.
       if (row0 == begin && tid == 0)
         while (load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);
       __syncthreads();
+      src.set_rows(rows, [&](int r) { return X + static_cast<int64_t>(row0 + r) * I; });
     });
     stream_epilogue<T, S, Epilogue::kStoreF32>(g, acc, e, row0, row0 + rows, w_row);
     __syncthreads();

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kPlanThreads) decode_plan_kernel(DecodeLayerAr
   pdl_enter();
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int T = static_cast<int>(a.route.tokens), K = a.route.top_k, n = T * K;
-  for (int64_t i = tid; i < s.counter_words; i += kPlanThreads) s.ticket[i] = 0;
+  for (int64_t i = tid; i < s.counter_words; i += kPlanThreads) s.counters[i] = 0;
   if (tid == 0) p.local_rows = 0;
   if (a.route_on_device && warp < route_warps)
     for (int t = warp; t < T; t += route_warps) route_token_warp(a.route, t, route_smem + warp * per_warp, lane);

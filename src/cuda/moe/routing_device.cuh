@@ -150,9 +150,18 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   uint8_t* gflag = flag + E;
   const auto method = static_cast<RoutingMethod>(a.method);
 
-  for (int i = lane; i < E; i += 32) {
-    score[i] = load_as_double(a.logits, a.logits_type, t * E + i);
-    flag[i] = 0;
+  // Four loads in flight per lane before any store: the stores go through a generic pointer the
+  // compiler cannot prove apart from the logits, so a plain loop would wait out each load in turn.
+  for (int base = lane; base < E; base += 4 * 32) {
+    double v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = base + 32 * u < E ? load_as_double(a.logits, a.logits_type, t * E + base + 32 * u) : 0.0;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (base + 32 * u >= E) continue;
+      score[base + 32 * u] = v[u];
+      flag[base + 32 * u] = 0;
+    }
   }
   __syncwarp();
   bool renormalize = a.renormalize;
@@ -186,9 +195,17 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       break;
     }
     case RoutingMethod::kDeepSeekV3: {
-      for (int i = lane; i < E; i += 32) {
-        aux[i] = sigmoid_d(score[i]);
-        score[i] = aux[i] + load_as_double(a.bias, a.bias_type, i);
+      for (int base = lane; base < E; base += 4 * 32) {
+        double b[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) b[u] = base + 32 * u < E ? load_as_double(a.bias, a.bias_type, base + 32 * u) : 0.0;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int i = base + 32 * u;
+          if (i >= E) continue;
+          aux[i] = sigmoid_d(score[i]);
+          score[i] = aux[i] + b[u];
+        }
       }
       __syncwarp();
       const int per_group = E / G;

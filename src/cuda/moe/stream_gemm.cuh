@@ -77,10 +77,8 @@ struct StreamSources {
   const T* w[kWLoads];
   const T* x[kXLoads];
 
-  // Weight rows from `rows` of expert matrix W ([N, K] row-major); routed row r (< `count`) from
-  // `x_row(r)`, a pointer to that row's first element (K elements).
-  template <class XRow>
-  __device__ __forceinline__ StreamSources(const T* W, int64_t K, const StreamRows& rows, int count, XRow x_row) {
+  // Weight rows from `rows` of expert matrix W ([N, K] row-major).
+  __device__ __forceinline__ StreamSources(const T* W, int64_t K, const StreamRows& rows) {
     const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int l = 0; l < kWLoads; ++l) {
@@ -88,6 +86,12 @@ struct StreamSources {
       const int64_t wr = rows(c / kChunks);
       w[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
     }
+  }
+  // Routed row r (< `count`) from `x_row(r)`, a pointer to that row's first element (K elements).
+  // Separate, so that a kernel can issue its weight loads before it looks its rows up.
+  template <class XRow>
+  __device__ __forceinline__ void set_rows(int count, XRow x_row) {
+    const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int l = 0; l < kXLoads; ++l) {
       const int c = tid + l * S::kThreads;
@@ -99,10 +103,10 @@ struct StreamSources {
 
 // The k loop of one tile over k tiles [kt_begin, kt_begin + count): weights and routed rows through a
 // kStages-deep cp.async pipeline into `smem`, mma.sync into `acc`. The first weight stages are issued
-// before `before_rows()` runs (a PDL wait, or a wait for the rows' producer), the rows after it.
-// `any` is a valid global address for the zero-filling copies.
+// before `before_rows()` runs (a PDL wait, a wait for the rows' producer, src.set_rows), the rows
+// after it. `any` is a valid global address for the zero-filling copies.
 template <typename T, class S, class BeforeRows>
-__device__ __forceinline__ void stream_mainloop(unsigned char* smem, const StreamSources<T, S>& src, const T* any, int64_t K, int64_t kt_begin,
+__device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSources<T, S>& src, const T* any, int64_t K, int64_t kt_begin,
                                                 int64_t count, float (&acc)[S::NB][4], BeforeRows before_rows) {
   constexpr int BW = S::BW, NT = S::NT, NB = S::NB, BK = S::BK, LDS = S::LDS, kStages = S::kStages;
   using Src = StreamSources<T, S>;
@@ -270,7 +274,8 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const T* X = static_cast<const T*>(a.a);
   const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
   const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
-  const StreamSources<T, S> src(W, K, w_row, rows, [&](int r) { return X + (row0 + r) * K; });
+  StreamSources<T, S> src(W, K, w_row);
+  src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
 
   const int64_t k_tiles = (K + BK - 1) / BK;
   const int64_t kt_begin = rank * k_tiles_per_split;
