@@ -131,6 +131,10 @@ struct FusedLayerImpl {
   std::vector<InputFormat> formats;
   DeclineFn declines;
   StageFn run;
+  // Optional: why the stage pipeline is expected to be faster where the implementation does accept
+  // (nullopt or unset: take the whole layer). A cost preference, not a limit: the caller's
+  // FusionControls::whole_layer = kOn or a tuned table's fusion.whole_layer=on still takes it.
+  DeclineFn prefers_stages = nullptr;
 };
 
 // What a backend provides beyond its implementations: its checks of the caller's tensors (the

@@ -39,10 +39,14 @@ std::vector<KnobSpec> knob_space(const PlanQuery& query, const DeviceTarget& dev
     space.push_back(fusion_knob(Fusion::kRoutingPrologue, rules::routing_prologue_fusion(in), Stage::kBuildMaps));
   space.push_back(fusion_knob(Fusion::kGemm1Activation, rules::gemm1_activation_fusion(in), Stage::kActivation));
   space.push_back(fusion_knob(Fusion::kGemm2Finalize, rules::gemm2_finalize_fusion(in), Stage::kFinalize));
-  // A whole-layer implementation: "off" is legal when one would accept the problem.
+  // A whole-layer implementation: "off" is legal when one would be taken, "on" when one accepts the
+  // problem but the stages are preferred for cost.
   const auto impls = registry.fused_layers(query.problem.input_format, device.backend);
   const bool accepted = std::any_of(impls.begin(), impls.end(), [&](const FusedLayerImpl* i) { return !i->declines(query); });
-  space.push_back(fusion_knob(Fusion::kWholeLayer, Decision{accepted, "whole_layer", ""}, Stage::kFinalize));
+  const bool preferred = std::any_of(impls.begin(), impls.end(), [&](const FusedLayerImpl* i) {
+    return !i->declines(query) && (!i->prefers_stages || !i->prefers_stages(query));
+  });
+  space.push_back(fusion_knob(Fusion::kWholeLayer, Decision{preferred, "whole_layer", "", accepted && !preferred}, Stage::kFinalize));
   if (KnobSpaceFn fn = registry.knob_space(device.backend)) {
     for (KnobSpec& k : fn(query, device)) space.push_back(std::move(k));
   }

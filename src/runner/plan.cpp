@@ -181,22 +181,36 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
   Decision whole{false, "whole_layer", ""};
   const FusedLayerImpl* chosen = nullptr;
   const auto candidates = registry.fused_layers(problem.input_format, device.backend);
-  if (const Steerer off = steerer(options, knobs, Fusion::kWholeLayer); off.sw == Switch::kOff) {
-    whole = {false, off.rule, fmt::format("turned off by {}", off.who)};
+  const Steerer whole_steer = steerer(options, knobs, Fusion::kWholeLayer);
+  if (whole_steer.sw == Switch::kOff) {
+    whole = {false, whole_steer.rule, fmt::format("turned off by {}", whole_steer.who)};
   } else if (candidates.empty()) {
     whole.reason = fmt::format("the {} backend registers no whole-layer implementation for format={}", backend_kind_name(device.backend),
                                input_format_name(problem.input_format));
   } else {
+    std::string preference;  // an accepting implementation the stages are preferred to, and why
     for (const FusedLayerImpl* impl : candidates) {
       if (auto why = impl->declines(query)) {
         plan.declined.push_back(fmt::format("{}: {}", impl->name, *why));
-      } else {
-        chosen = impl;
-        break;
+        continue;
       }
+      if (whole_steer.sw != Switch::kOn && impl->prefers_stages) {
+        if (auto why = impl->prefers_stages(query)) {
+          if (preference.empty()) preference = fmt::format("{} accepts this problem, but the stages are preferred: {}", impl->name, *why);
+          continue;
+        }
+      }
+      chosen = impl;
+      break;
     }
-    whole = chosen ? Decision{true, "whole_layer", fmt::format("{} accepts this problem", chosen->name)}
-                   : Decision{false, "whole_layer", "every whole-layer implementation declined (see declined)"};
+    if (chosen && whole_steer.sw == Switch::kOn)
+      whole = {true, whole_steer.rule, fmt::format("{} forced on by {}", chosen->name, whole_steer.who)};
+    else if (chosen)
+      whole = {true, "whole_layer", fmt::format("{} accepts this problem", chosen->name)};
+    else if (!preference.empty())
+      whole = {false, "whole_layer", preference, true};
+    else
+      whole = {false, "whole_layer", "every whole-layer implementation declined (see declined)"};
   }
   plan.fusions.push_back({Fusion::kWholeLayer, whole});
 

@@ -19,9 +19,15 @@ namespace {
 
 constexpr const char* kDecode = "cuda.decode_layer";
 
+// The decode layer is off by default (the stages are preferred for cost): every case turns it on.
+Outcome run_decode(Case c, uint64_t seed) {
+  c.fusions.whole_layer = Switch::kOn;
+  return run_case(c, seed);
+}
+
 void expect_decode_within_tolerance(const Case& c, uint64_t seed) {
   SCOPED_TRACE(c.name);
-  const Outcome o = run_case(c, seed);
+  const Outcome o = run_decode(c, seed);
   EXPECT_EQ(o.steps, kDecode) << c.name << ": the plan ran " << o.steps;
   EXPECT_EQ(o.errors.non_finite, 0) << c.name;
   EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
@@ -42,6 +48,7 @@ TEST(DecodeLayerCuda, TokenCountsAndRowsPerCta) {
   for (int64_t T : {0, 1, 3, 8, 9, 16, 17, 32}) {
     Case c{"softmax E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T};
     if (T == 0) {
+      c.fusions.whole_layer = Switch::kOn;
       expect_within_tolerance(c, 200);
       continue;
     }
@@ -133,7 +140,7 @@ TEST(DecodeLayerCuda, BitwiseEqualToTheStagePipelineOnStreamTiles) {
   for (Case c : cases) {
     ++seed;
     c.choice.knobs = {{"decode.split", "1"}};
-    const Outcome fused = run_case(c, seed);
+    const Outcome fused = run_decode(c, seed);
     EXPECT_EQ(fused.steps, kDecode) << c.name;
     c.fusions.whole_layer = Switch::kOff;
     c.fusions.gemm1_activation = Switch::kOn;
@@ -155,7 +162,7 @@ TEST(DecodeLayerCuda, BitwiseStableAcrossRuns) {
   Case c{"deterministic split 4 E64 K8 I2048 T13", base_problem(64, 8, kH, 2048), 13, true};
   c.problem.deterministic = true;
   c.choice.knobs = {{"decode.split", "4"}};
-  const Outcome a = run_case(c, 50), b = run_case(c, 50);
+  const Outcome a = run_decode(c, 50), b = run_decode(c, 50);
   EXPECT_EQ(a.steps, kDecode);
   ASSERT_EQ(a.out.size(), b.out.size());
   EXPECT_EQ(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)), 0);
@@ -176,7 +183,7 @@ TEST(DecodeLayerCuda, NoLocalExpertAndRepeatedExperts) {
       auto* ids = l.topk_ids.data_as<int32_t>();
       for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = static_cast<int32_t>(i % 4);
     };
-    const Outcome o = run_case(none, 400);
+    const Outcome o = run_decode(none, 400);
     EXPECT_EQ(o.steps, kDecode);
     ASSERT_FALSE(o.out.empty());
     for (double v : o.out) ASSERT_EQ(v, 0.0) << none.name << ": poison or garbage left in the output";
@@ -200,7 +207,9 @@ TEST(DecodeLayerCuda, GraphReplaysWithNewRouting) {
   auto layer = make_random_layer(p, {.num_tokens = T, .seed = 61});
   ASSERT_TRUE(layer.ok());
   const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
-  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
+  FusionControls on;
+  on.whole_layer = Switch::kOn;
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = on});
   ASSERT_TRUE(runner.ok()) << runner.status().to_string();
   ASSERT_EQ(runner->plan(T, WeightTraits::of(gpu.weights)).steps.front().kernel, kDecode);
   auto prepared = runner->prepare_weights(gpu.weights);

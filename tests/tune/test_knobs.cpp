@@ -67,8 +67,18 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split")) << k.name;
-  // sm_80 has no clusters: no split knob.
-  for (const auto& k : knob_space({p, 32, {}}, *DeviceTarget::named("sm80"))) EXPECT_FALSE(k.name.ends_with(".split")) << k.name;
+  // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
+  // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no
+  // rank without k tiles (I = 768: 6 k tiles of 128, so 1 and 2).
+  const auto sm80_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm80"));
+  for (const auto& k : sm80_space) EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
+  const KnobSpec* decode = find(sm80_space, "decode.split");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_EQ(decode->values, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(decode->heuristic, "1");
+  EXPECT_EQ(find(knob_space({p, 33, {}}, *DeviceTarget::named("sm80")), "decode.split"), nullptr);
+  EXPECT_EQ(find(gpu_space, "fusion.whole_layer")->heuristic, "off");  // preferred off for cost, forceable
+  EXPECT_EQ(find(gpu_space, "fusion.whole_layer")->values, (std::vector<std::string>{"off", "on"}));
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {

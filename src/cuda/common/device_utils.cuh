@@ -113,6 +113,20 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* src, boo
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// The same copy for data read once (streamed expert weights): L2's evict-first policy, so that the
+// stream does not push out what is read again (activations, the kernels' own code). At decode a layer
+// streams more weight bytes than L2 holds, and without the hint the next layer's first kernels
+// fetch their instructions from DRAM (docs/perf-notes.md).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ void cp_async_16_stream(void* smem_dst, const void* src, bool valid, uint64_t policy) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes), "l"(policy) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {

@@ -313,6 +313,14 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
   return std::nullopt;
 }
 
+// Measured on the H200 (docs/perf-notes.md, step 7): the stage pipeline was as fast at T=1 (Qwen3
+// 41.4 against 41.9 us, DeepSeek-V3 206.5 against 205.1) and faster from T=8 (3-10%), so the decode
+// layer is the tuner's and the caller's to turn on, not the default.
+std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
+  return std::string("on the H200 it measured no faster than the stages at T=1 and slower from T=8 (docs/perf-notes.md); "
+                     "fusion.whole_layer=on takes it");
+}
+
 // gemm2's K split inside the decode layer: every split that leaves no rank without k tiles.
 KnobSpec decode_split_knob(const MoeProblem& p) {
   KnobSpec k{"decode.split", {}, std::to_string(decode_default_split(p.hidden, p.intermediate)), Stage::kGemm2};
@@ -591,7 +599,7 @@ Status register_cuda_backend(Registry& r) {
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
   r.set_knob_space(cuda, knob_space);
-  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, {F::kStandard, F::kPreRouted}, decode_layer_declines, decode_layer_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, {F::kStandard, F::kPreRouted}, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.build_maps", cuda, Stage::kBuildMaps, Stage::kBuildMaps, all, build_maps_stage}));

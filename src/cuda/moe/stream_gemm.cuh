@@ -115,6 +115,7 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
   T* Xs = Ws + kStages * BW * LDS;
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
 
+  const uint64_t stream_policy = detail::l2_evict_first_policy();
   auto load_weights = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
     T* ws = Ws + stage * BW * LDS;
@@ -123,7 +124,7 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
       const int c = tid + l * S::kThreads;
       const int r = c / kChunks, kc = (c % kChunks) * 8;
       const bool ok = src.w[l] != nullptr && k0 + kc < K;
-      detail::cp_async_16(ws + r * LDS + kc, ok ? src.w[l] + k0 : any, ok);
+      detail::cp_async_16_stream(ws + r * LDS + kc, ok ? src.w[l] + k0 : any, ok, stream_policy);
     }
   };
   auto load_rows = [&](int stage, int64_t kt) {
