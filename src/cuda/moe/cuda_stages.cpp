@@ -313,8 +313,8 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
   return std::nullopt;
 }
 
-// Measured on the H200 (docs/perf-notes.md, step 7): the stage pipeline was as fast at T=1 (Qwen3
-// 41.4 against 41.9 us, DeepSeek-V3 206.5 against 205.1) and faster from T=8 (3-10%), so the decode
+// Measured on the H200 (docs/perf-notes.md, step 7; 76256b4): the stage pipeline was as fast at
+// T=1 (Qwen3 41.0 against 41.0 us, GPT-OSS 73.9 against 76.6) and 1-6% faster at T=8, so the decode
 // layer is the tuner's and the caller's to turn on, not the default.
 std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
   return std::string("on the H200 it measured no faster than the stages at T=1 and slower from T=8 (docs/perf-notes.md); "
