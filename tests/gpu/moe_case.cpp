@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "cpu/naive_moe.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
@@ -65,6 +67,36 @@ MoeProblem base_problem(int E, int K, int H, int I) {
   p.intermediate = I;
   p.routing.renormalize = true;
   return p;
+}
+
+Case gpt_oss_case(int E, int K, int H, int I, int64_t T) {
+  Case c{fmt::format("gpt-oss clamped interleaved biases E{} K{} H{} I{} T{}", E, K, H, I, T), base_problem(E, K, H, I), T, true};
+  c.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
+  c.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  return c;
+}
+
+Case activation_case(Activation a, int64_t T) {
+  Case c{fmt::format("activation {} f16 biases E8 K2 T{}", activation_name(a), T), base_problem(8, 2, kH, kI), T, true};
+  c.problem.activation.kind = a;
+  c.problem.activation_dtype = DType::kF16;
+  return c;
+}
+
+Case expert_range_no_combine_case(int64_t T) {
+  Case c{fmt::format("EP range 2..6 of 8, no_combine, geglu T{}", T), base_problem(8, 3, kH, kI), T};
+  c.problem.local_expert_begin = 2;
+  c.problem.num_local_experts = 4;
+  c.problem.no_combine = true;
+  c.problem.activation.kind = Activation::kGeGLU;
+  return c;
+}
+
+Case expert_map_case(int64_t T) {
+  Case c{fmt::format("expert_map every other of 64, K8, T{}", T), base_problem(64, 8, kH, kI), T};
+  c.problem.num_local_experts = 32;
+  c.expert_map = true;
+  return c;
 }
 
 Outcome run_case(const Case& c, uint64_t seed) {

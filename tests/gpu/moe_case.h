@@ -51,6 +51,16 @@ struct Case {
 
 MoeProblem base_problem(int E, int K, int H, int I);
 
+// The scenarios both the stage pipeline's and the decode layer's tests run, at a token count:
+// GPT-OSS's clamped SwiGLU with interleaved gate/up rows and biases (E, K, H, I given);
+Case gpt_oss_case(int E, int K, int H, int I, int64_t T);
+// activation `a` in f16 with biases, E8 K2 at the odd shape;
+Case activation_case(Activation a, int64_t T);
+// experts 2..5 of 8 local, no_combine, GeGLU;
+Case expert_range_no_combine_case(int64_t T);
+// an expert_map holding every other of 64 experts, K8.
+Case expert_map_case(int64_t T);
+
 struct Outcome {
   std::vector<double> out;
   Errors errors;

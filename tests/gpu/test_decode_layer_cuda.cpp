@@ -34,13 +34,7 @@ void expect_decode_within_tolerance(const Case& c, uint64_t seed) {
   std::printf("  %-60s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
 }
 
-Case gpt_oss(int E, int K, int64_t T) {
-  Case c{"gpt-oss clamped interleaved biases E" + std::to_string(E) + " K" + std::to_string(K) + " H2880 I1408 T" + std::to_string(T),
-         base_problem(E, K, 2880, 1408), T, true};
-  c.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
-  c.problem.gate_up_layout = GateUpLayout::kInterleaved;
-  return c;
-}
+Case gpt_oss(int E, int K, int64_t T) { return gpt_oss_case(E, K, 2880, 1408, T); }
 
 TEST(DecodeLayerCuda, TokenCountsAndRowsPerCta) {
   MOEKIT_REQUIRE_GPU();
@@ -80,26 +74,14 @@ TEST(DecodeLayerCuda, ActivationsLayoutsAndBiases) {
   MOEKIT_REQUIRE_GPU();
   expect_decode_within_tolerance(gpt_oss(16, 4, 5), 5);
   for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
-                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity}) {
-    Case c{std::string("activation ") + std::string(activation_name(a)) + " f16 biases E8 K2 T3", base_problem(8, 2, kH, kI), 3, true};
-    c.problem.activation.kind = a;
-    c.problem.activation_dtype = DType::kF16;
-    expect_decode_within_tolerance(c, 6 + static_cast<int>(a));
-  }
+                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
+    expect_decode_within_tolerance(activation_case(a, 3), 6 + static_cast<int>(a));
 }
 
 TEST(DecodeLayerCuda, ExpertParallelNoCombineAndPreRouted) {
   MOEKIT_REQUIRE_GPU();
-  Case ep{"EP range 2..6 of 8, no_combine, geglu T9", base_problem(8, 3, kH, kI), 9};
-  ep.problem.local_expert_begin = 2;
-  ep.problem.num_local_experts = 4;
-  ep.problem.no_combine = true;
-  ep.problem.activation.kind = Activation::kGeGLU;
-  expect_decode_within_tolerance(ep, 20);
-  Case map{"expert_map every other of 64, K8, T4", base_problem(64, 8, kH, kI), 4};
-  map.problem.num_local_experts = 32;
-  map.expert_map = true;
-  expect_decode_within_tolerance(map, 21);
+  expect_decode_within_tolerance(expert_range_no_combine_case(9), 20);
+  expect_decode_within_tolerance(expert_map_case(4), 21);
   Case pre{"prerouted f16 relu2 E64 K8 T6", base_problem(64, 8, kH, kI), 6};
   pre.problem.input_format = InputFormat::kPreRouted;
   pre.problem.activation_dtype = DType::kF16;
@@ -131,10 +113,9 @@ TEST(DecodeLayerCuda, BitwiseEqualToTheStagePipelineOnStreamTiles) {
   plain.problem.activation.kind = Activation::kReLU2;
   plain.problem.no_combine = true;
   cases.push_back(plain);
-  Case map{"expert_map every other of 64, K8, T4, scale 2.5", base_problem(64, 8, kH, kI), 4};
-  map.problem.num_local_experts = 32;
+  Case map = expert_map_case(4);
+  map.name += ", scale 2.5";
   map.problem.routing.routed_scaling_factor = 2.5f;
-  map.expert_map = true;
   cases.push_back(map);
   uint64_t seed = 310;
   for (Case c : cases) {

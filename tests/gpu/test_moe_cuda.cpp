@@ -51,30 +51,17 @@ TEST(MoeCuda, RoutingMethodsAndWideExperts) {
 
 TEST(MoeCuda, ActivationsLayoutsAndBiases) {
   MOEKIT_REQUIRE_GPU();
-  Case oss{"gpt-oss clamped interleaved biases E8 K4 H2880 I1408 T77", base_problem(8, 4, 2880, 1408), 77, true};
-  oss.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
-  oss.problem.gate_up_layout = GateUpLayout::kInterleaved;
-  expect_within_tolerance(oss, 5);
+  expect_within_tolerance(gpt_oss_case(8, 4, 2880, 1408, 77), 5);
   for (Activation a : {Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU, Activation::kGeLU,
-                       Activation::kReLU, Activation::kIdentity}) {
-    Case c{std::string("activation ") + std::string(activation_name(a)) + " f16 biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true};
-    c.problem.activation.kind = a;
-    c.problem.activation_dtype = DType::kF16;
-    expect_within_tolerance(c, 6 + static_cast<int>(a));
-  }
+                       Activation::kReLU, Activation::kIdentity})
+    expect_within_tolerance(activation_case(a, 77), 6 + static_cast<int>(a));
 }
 
 TEST(MoeCuda, ExpertParallelAndNoCombine) {
   MOEKIT_REQUIRE_GPU();
-  Case ep{"EP range 2..6 of 8, no_combine, geglu T77", base_problem(8, 3, kH, kI), 77};
-  ep.problem.local_expert_begin = 2;
-  ep.problem.num_local_experts = 4;
-  ep.problem.no_combine = true;
-  ep.problem.activation.kind = Activation::kGeGLU;
-  expect_within_tolerance(ep, 20);
-  Case map{"expert_map every other of 64, K8, T1000 (radix sort maps)", base_problem(64, 8, kH, kI), 1000};
-  map.problem.num_local_experts = 32;
-  map.expert_map = true;
+  expect_within_tolerance(expert_range_no_combine_case(77), 20);
+  Case map = expert_map_case(1000);
+  map.name += " (radix sort maps)";
   expect_within_tolerance(map, 21);
 }
 
@@ -115,9 +102,8 @@ TEST(MoeCuda, EveryFusionSwitchGivesTheSameLayer) {
 std::vector<Case> epilogue_cases() {
   std::vector<Case> cases;
   cases.push_back({"swiglu biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true});
-  Case oss{"gpt-oss clamped interleaved biases E16 K4 T3, finalize unfused", base_problem(16, 4, kH, kI), 3, true};
-  oss.problem.activation = {Activation::kSwiGLUClamped, 1.702f, 7.0f};
-  oss.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  Case oss = gpt_oss_case(16, 4, kH, kI, 3);
+  oss.name += ", finalize unfused";
   oss.fusions.gemm2_finalize = Switch::kOff;
   cases.push_back(oss);
   Case plain{"relu2 no_combine E4 K2 T5, activation unfused", base_problem(4, 2, kH, kI), 5};

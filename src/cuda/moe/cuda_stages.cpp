@@ -326,7 +326,7 @@ KnobSpec decode_split_knob(const MoeProblem& p) {
   KnobSpec k{"decode.split", {}, std::to_string(decode_default_split(p.hidden, p.intermediate)), Stage::kGemm2};
   const int64_t kt = (p.intermediate + 127) / 128;
   for (int split = 1; split <= kDecodeMaxSplit; split *= 2)
-    if ((split - 1) * ((kt + split - 1) / split) < kt) k.values.push_back(std::to_string(split));
+    if (split_leaves_no_empty_rank(kt, split)) k.values.push_back(std::to_string(split));
   return k;
 }
 

@@ -39,13 +39,13 @@ namespace moekit::cuda::moe {
 // kernel), then the lists, then the float32 partial rows of gemm2 ([split][T*K][H]).
 struct DecodeLayout {
   int64_t slots, col_blocks, split, hidden;
-  // counters: (unused word), done1[slots], done2[col_blocks]
-  __host__ __device__ int64_t counters() const { return 1 + slots + col_blocks; }
-  __host__ __device__ int64_t done1() const { return 1; }
-  __host__ __device__ int64_t done2() const { return 1 + slots; }
-  // header: n_active, n_rows
-  __host__ __device__ int64_t header() const { return counters(); }
-  __host__ __device__ int64_t expert_of_active() const { return header() + 2; }  // [slots]
+  // counters: done1[slots] (gemm1 tiles done per active expert), done2[col_blocks] (gemm2 tiles
+  // done per 64-column block)
+  __host__ __device__ int64_t counters() const { return slots + col_blocks; }
+  __host__ __device__ int64_t done1() const { return 0; }
+  __host__ __device__ int64_t done2() const { return slots; }
+  __host__ __device__ int64_t n_active() const { return counters(); }  // one word
+  __host__ __device__ int64_t expert_of_active() const { return n_active() + 1; }  // [slots]
   __host__ __device__ int64_t active_offsets() const { return expert_of_active() + slots; }  // [slots + 1]
   __host__ __device__ int64_t slot_of_row() const { return active_offsets() + slots + 1; }  // [slots]
   __host__ __device__ int64_t row_of_slot() const { return slot_of_row() + slots; }  // [slots], -1: not local
@@ -58,11 +58,9 @@ __host__ __device__ inline DecodeLayout decode_layout(int64_t tokens, int top_k,
 }
 
 struct DecodeScratch {
-  int* counters;  // counter_words ints, zeroed by the plan kernel
-  int* done1;
+  int* done1;  // the first counter: counter_words ints from here are zeroed by the plan kernel
   int* done2;
   int* n_active;
-  int* n_rows;
   int* expert_of_active;
   int* active_offsets;
   int* slot_of_row;
@@ -72,7 +70,7 @@ struct DecodeScratch {
 
   __host__ __device__ static DecodeScratch carve(void* base, const DecodeLayout& l) {
     int* w = static_cast<int*>(base);
-    return {w, w + l.done1(), w + l.done2(), w + l.header(), w + l.header() + 1, w + l.expert_of_active(), w + l.active_offsets(),
+    return {w + l.done1(), w + l.done2(), w + l.n_active(), w + l.expert_of_active(), w + l.active_offsets(),
             w + l.slot_of_row(), w + l.row_of_slot(), reinterpret_cast<float*>(w + l.partial()), l.counters()};
   }
 };

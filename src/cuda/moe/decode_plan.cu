@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kPlanThreads) decode_plan_kernel(DecodeLayerAr
   pdl_enter();
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int T = static_cast<int>(a.route.tokens), K = a.route.top_k, n = T * K;
-  for (int64_t i = tid; i < s.counter_words; i += kPlanThreads) s.counters[i] = 0;
+  for (int64_t i = tid; i < s.counter_words; i += kPlanThreads) s.done1[i] = 0;
   if (tid == 0) p.local_rows = 0;
   if (a.route_on_device && warp < route_warps)
     for (int t = warp; t < T; t += route_warps) route_token_warp(a.route, t, route_smem + warp * per_warp, lane);
@@ -89,7 +89,6 @@ __global__ void __launch_bounds__(kPlanThreads) decode_plan_kernel(DecodeLayerAr
   if (tid == 0) {
     s.active_offsets[active] = rows;
     *s.n_active = active;
-    *s.n_rows = rows;
   }
 }
 
@@ -101,8 +100,8 @@ size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int
 
 int decode_default_split(int64_t hidden, int64_t inter) {
   const int64_t kt1 = ceil_div(hidden, 128), kt2 = ceil_div(inter, 128);
-  const int64_t split = std::clamp<int64_t>(kt2 / std::max<int64_t>(kt1, 1), 1, 8);
-  return static_cast<int>(ceil_div(kt2, ceil_div(kt2, split)));  // no rank without k tiles
+  const int64_t split = std::clamp<int64_t>(kt2 / std::max<int64_t>(kt1, 1), 1, kDecodeMaxSplit);
+  return static_cast<int>(split_without_empty_ranks(kt2, split));
 }
 
 Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
@@ -112,7 +111,7 @@ Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
     return Status::Unsupported("decode layer: T=" + std::to_string(T) + ", T*K=" + std::to_string(slots) + " (at most " +
                                std::to_string(kDecodeMaxTokens) + " tokens and " + std::to_string(kDecodeMaxSlots) + " slots)");
   const int64_t k_tiles2 = ceil_div(a.inter, 128);
-  if (a.split < 1 || a.split > 8 || (a.split - 1) * ceil_div(k_tiles2, a.split) >= k_tiles2)
+  if (a.split < 1 || a.split > kDecodeMaxSplit || !split_leaves_no_empty_rank(k_tiles2, a.split))
     return Status::InvalidArgument("decode layer: split=" + std::to_string(a.split) + " leaves a rank without k tiles (I=" +
                                    std::to_string(a.inter) + ")");
   const DecodeLayout layout = decode_layout(T, a.route.top_k, a.hidden_size, a.split);

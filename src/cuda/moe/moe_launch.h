@@ -251,6 +251,14 @@ struct DecodeLayerArgs {
 inline constexpr int64_t kDecodeMaxTokens = 32;
 inline constexpr int64_t kDecodeMaxSlots = 1024;
 inline constexpr int kDecodeMaxSplit = 8;
+// K splits of k_tiles into ranks of ceil(k_tiles / split) tiles each (the stream tiles' cluster split
+// and the decode layer's gemm2 split): whether every rank gets some, and the split that results
+// when the tiles per rank, rounded up, decide how many ranks there are.
+inline bool split_leaves_no_empty_rank(int64_t k_tiles, int64_t split) { return (split - 1) * ((k_tiles + split - 1) / split) < k_tiles; }
+inline int64_t split_without_empty_ranks(int64_t k_tiles, int64_t split) {
+  const int64_t per_rank = (k_tiles + split - 1) / split;
+  return (k_tiles + per_rank - 1) / per_rank;
+}
 size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int split);
 // gemm2's K split the decode layer takes by default: about as many k tiles per gemm2 tile as a gemm1
 // tile streams (Mixtral's I = 14336 against H = 4096: 3), at most 8.

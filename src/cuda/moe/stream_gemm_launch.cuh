@@ -22,8 +22,7 @@ int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, Slots slots)
   int split = a.split;
   if (split <= 0) split = tiles >= a.sm_count ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, slots() / std::max<int64_t>(tiles, 1)));
   split = static_cast<int>(std::clamp<int64_t>(split, 1, std::min<int64_t>(S::kMaxSplit, k_tiles)));
-  // No empty rank: the k tiles per rank, rounded up, decide how many ranks there are.
-  return static_cast<int>(ceil_div(k_tiles, ceil_div(k_tiles, split)));
+  return static_cast<int>(split_without_empty_ranks(k_tiles, split));
 }
 
 // CTAs of one instantiation resident on the whole GPU at once (a host-side query).
