@@ -60,6 +60,17 @@ TEST(MoeCuda, ActivationsLayoutsAndBiases) {
 TEST(MoeCuda, ExpertParallelAndNoCombine) {
   MOEKIT_REQUIRE_GPU();
   expect_within_tolerance(expert_range_no_combine_case(77), 20);
+  // T*K <= 32: the one-warp maps (build_maps.cu), fused with routing and not.
+  for (Switch prologue : {Switch::kOn, Switch::kOff}) {
+    Case range = expert_range_no_combine_case(3), map = expert_map_case(2);
+    for (Case* c : {&range, &map}) {
+      c->fusions.routing_prologue = prologue;
+      c->fusions.whole_layer = Switch::kOff;
+      c->name += prologue == Switch::kOn ? " (routing + maps)" : " (maps alone)";
+    }
+    expect_within_tolerance(range, 22);
+    expect_within_tolerance(map, 23);
+  }
   Case map = expert_map_case(1000);
   map.name += " (radix sort maps)";
   expect_within_tolerance(map, 21);
@@ -72,6 +83,10 @@ TEST(MoeCuda, InputFormats) {
   pre.problem.activation_dtype = DType::kF16;
   pre.problem.activation.kind = Activation::kReLU2;
   expect_within_tolerance(pre, 30);
+  Case pre_small{"prerouted E64 K8 T3", base_problem(64, 8, kH, kI), 3};
+  pre_small.problem.input_format = InputFormat::kPreRouted;
+  pre_small.fusions.whole_layer = Switch::kOff;
+  expect_within_tolerance(pre_small, 34);
   Case masked{"masked E8 max_m 77 silu", base_problem(8, 1, kH, kI), 77};
   masked.problem.input_format = InputFormat::kMasked;
   masked.problem.activation.kind = Activation::kSiLU;
@@ -134,6 +149,21 @@ TEST(MoeCuda, EveryGemmTileGivesTheSameLayer) {
       expect_within_tolerance(c, ++seed);
     }
   }
+}
+
+// The sm_90a kernel's two configurations (no biases: it has no bias epilogue), at a few rows per
+// expert (the 64 x 128 tile's range) and many.
+TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
+  MOEKIT_REQUIRE_GPU();
+  if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
+  uint64_t seed = 500;
+  for (const char* tile : {"sm90_m128n256k64", "sm90_m64n128k128"})
+    for (int64_t T : {3, 77, 1000}) {
+      Case c{std::string(tile) + ": E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
+      c.fusions.whole_layer = Switch::kOff;
+      c.choice.knobs = {{"gemm1.tile", tile}, {"gemm2.tile", tile}};
+      expect_within_tolerance(c, ++seed);
+    }
 }
 
 TEST(MoeCuda, StreamTilesAtEveryKSplit) {

@@ -141,15 +141,19 @@ void fill_nan(void* d, size_t floats, cudaStream_t s) {
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
 }
 
+using cuda::moe::Sm90Tile;
+
 struct Case {
   Elem type;
   int experts;
   int64_t rows;  // routed rows
   int64_t n, k;
+  Sm90Tile tile = Sm90Tile::kM128N256;
 };
 
 void run_case(const Case& c) {
-  const std::string what = std::string(c.type == Elem::kBF16 ? "bf16" : "f16") + " E=" + std::to_string(c.experts) +
+  const std::string what = std::string(c.tile == Sm90Tile::kM64N128 ? "64x128 " : "128x256 ") + (c.type == Elem::kBF16 ? "bf16" : "f16") +
+                           " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -174,6 +178,7 @@ void run_case(const Case& c) {
   fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
 
   Sm90GemmArgs args;
+  args.tile = c.tile;
   args.type = c.type;
   args.a = da.p;
   args.b = db.p;
@@ -198,18 +203,21 @@ void run_case(const Case& c) {
 
 TEST(Sm90GroupedGemm, Bf16LargeShapes) {
   MOEKIT_REQUIRE_SM90();
-  for (int experts : {1, 8, 64})
-    for (int64_t rows : {0, 1, 77, 1000}) {
-      // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
-      const int64_t n = experts == 64 ? 360 : 2880, k = experts == 64 ? 712 : 1408;
-      run_case({Elem::kBF16, experts, rows, n, k});
-    }
+  for (Sm90Tile tile : {Sm90Tile::kM128N256, Sm90Tile::kM64N128})
+    for (int experts : {1, 8, 64})
+      for (int64_t rows : {0, 1, 77, 1000}) {
+        // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
+        const int64_t n = experts == 64 ? 360 : 2880, k = experts == 64 ? 712 : 1408;
+        run_case({Elem::kBF16, experts, rows, n, k, tile});
+      }
 }
 
 TEST(Sm90GroupedGemm, F16) {
   MOEKIT_REQUIRE_SM90();
-  run_case({Elem::kF16, 8, 77, 2880, 1408});
-  run_case({Elem::kF16, 64, 1000, 360, 712});
+  for (Sm90Tile tile : {Sm90Tile::kM128N256, Sm90Tile::kM64N128}) {
+    run_case({Elem::kF16, 8, 77, 2880, 1408, tile});
+    run_case({Elem::kF16, 64, 1000, 360, 712, tile});
+  }
 }
 
 TEST(Sm90GroupedGemm, RejectsBadArguments) {

@@ -1,10 +1,12 @@
 // The prologue: the maps of moekit/stages.h (rows grouped by expert, stable in (token, slot) order;
 // the dest CSR in (token, slot) order) from topk ids, masked counts or an Indexed layout.
 //
+//   one warp    T*K <= 32: a (token, slot) per lane; ballots give the dest CSR, ranks by counting
+//               the smaller keys among the local lanes. Decode's path: little code, no block barrier.
 //   single CTA  T*K <= 4096: one block sorts (expert << bits | flat) keys, which are unique, so the
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
-//   fused       the same block routes the tokens first (a warp per token), for T <= 32.
+//   fused       the same block (or warp) routes the tokens first (a warp per token), for T <= 32.
 //   scalable    CUB's device radix sort (stable) of expert ids and a device scan, for any size.
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -61,6 +63,58 @@ __device__ __forceinline__ int64_t lower_bound(const Key* keys, int64_t n, Key v
     else hi = mid;
   }
   return lo;
+}
+
+// ---- one warp --------------------------------------------------------------------------------------
+constexpr int kWarpMapsMaxRows = 32;
+constexpr int kSmallRouteMaxWarps = 8;  // the fused one-warp-maps kernel routes with up to 8 warps
+
+// The maps for n = T*K <= 32 rows, by one warp: lane f holds flat index f = t*K + k. Keys order as
+// the block path's (local expert, f), so the result is the same bit for bit. `sorted_expert` is 32
+// ints of shared memory.
+__device__ void warp_topk_maps(const TopkMapsArgs& a, int* sorted_expert, int lane) {
+  const int n = static_cast<int>(a.tokens * a.top_k);
+  const int EL = a.local_experts, K = a.top_k;
+  const int l = lane < n ? local_of(a, a.topk_ids[lane]) : -1;
+  const unsigned local_mask = __ballot_sync(0xFFFFFFFFu, l >= 0);
+  const int total = __popc(local_mask);
+  const uint32_t key = (static_cast<uint32_t>(l) << 5) | static_cast<uint32_t>(lane);  // used by local lanes only
+  int rank = 0;
+  for (unsigned m = local_mask; m != 0; m &= m - 1) rank += __shfl_sync(0xFFFFFFFFu, key, __ffs(m) - 1) < key;
+  const MapsOut& o = a.out;
+  if (l >= 0) {
+    const int t = lane / K;
+    sorted_expert[rank] = l;
+    o.row_source[rank] = t;
+    o.row_weight[rank] = a.topk_weights[lane];
+    o.row_dest[rank] = a.no_combine ? lane : t;
+    o.dest_rows[__popc(local_mask & ((1u << lane) - 1))] = rank;
+  }
+  __syncwarp();
+#pragma unroll 1
+  for (int e = lane; e <= EL; e += 32) o.expert_offsets[e] = lower_bound<int>(sorted_expert, total, e);
+  const int out_rows = a.no_combine ? n : static_cast<int>(a.tokens);
+  for (int i = lane; i <= out_rows; i += 32) {
+    const int f = a.no_combine ? i : i * K;  // f < 32 whenever i < out_rows
+    o.dest_offsets[i] = i == out_rows ? total : __popc(local_mask & ((1u << f) - 1));
+  }
+}
+
+__global__ void __launch_bounds__(32) warp_maps_kernel(TopkMapsArgs a) {
+  pdl_enter();
+  __shared__ int sorted_expert[kWarpMapsMaxRows];
+  warp_topk_maps(a, sorted_expert, static_cast<int>(threadIdx.x));
+}
+
+// Routing by up to kSmallRouteMaxWarps warps (tokens round robin), then warp 0 builds the maps.
+__global__ void __launch_bounds__(32 * kSmallRouteMaxWarps) route_warp_maps_kernel(RouteArgs r, TopkMapsArgs a, int route_warps, size_t per_warp) {
+  pdl_enter();
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int sorted_expert[kWarpMapsMaxRows];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
+  if (route_warps > 1) __syncthreads();  // warp 0 reads the other warps' ids (global stores, visible after the barrier)
+  if (warp == 0) warp_topk_maps(a, sorted_expert, lane);
 }
 
 // ---- single CTA ------------------------------------------------------------------------------------
@@ -309,6 +363,7 @@ Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes) {
 Status launch_topk_maps(const TopkMapsArgs& a, void* stream) {
   const cudaStream_t st = as_stream(stream);
   const int64_t n = a.tokens * a.top_k;
+  if (n <= kWarpMapsMaxRows) return launch_kernel("warp_maps_kernel", warp_maps_kernel, {dim3(1), dim3(32), 0}, st, a);
   if (n <= kSingleCtaMapsMaxRows) {
     const int flat_bits = bits_for(n - 1);
     const int end_bit = flat_bits + bits_for(a.local_experts + 1);
@@ -332,6 +387,13 @@ Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& a, void
   if (a.tokens == 0) return launch_topk_maps(a, stream);
   const size_t per_warp = (route_smem_per_warp(route.experts, route.n_group) + 15) / 16 * 16;
   const size_t limit = static_cast<size_t>(max_smem_optin());
+  if (n <= kWarpMapsMaxRows && per_warp <= limit) {
+    const int route_warps = static_cast<int>(std::min<int64_t>({int64_t{kSmallRouteMaxWarps}, a.tokens, static_cast<int64_t>(limit / per_warp)}));
+    const size_t smem = per_warp * route_warps;
+    MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_warp_maps_kernel, smem));
+    return launch_kernel("route_warp_maps_kernel", route_warp_maps_kernel, {dim3(1), dim3(32 * route_warps), smem}, as_stream(stream), route, a,
+                         route_warps, per_warp);
+  }
   const int route_warps = static_cast<int>(std::min<int64_t>({int64_t{kMapsThreads / 32}, a.tokens, static_cast<int64_t>(limit / per_warp)}));
   if (route_warps < 1) {  // one token's scores do not fit next to nothing: two launches instead
     MOEKIT_RETURN_IF_ERROR(launch_route(route, stream));

@@ -269,6 +269,8 @@ Status expand_stage(const StageContext& c) {
 // ---- knobs -----------------------------------------------------------------------------------------
 constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, GemmTile::kStreamN32, GemmTile::kM16N64,
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
+// The sm_90a kernel's configurations (Hopper builds, no biases).
+constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256, GemmTile::kSm90M64N128};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
@@ -284,7 +286,7 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, int64_t n, int6
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const double stream_max = local_experts <= kStreamFewExperts ? kStreamMaxRowsPerExpert : kSm90MinRowsPerExpert;
-  if (sm90 && rows_per_expert > stream_max) return GemmTile::kSm90M128N256;
+  if (sm90 && rows_per_expert > stream_max) return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128 : GemmTile::kSm90M128N256;
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)
@@ -338,7 +340,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     const bool sm90 = sm90_gemm_available(device.compute_capability, first ? q.weights.w13_bias : q.weights.w2_bias);
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
-    if (sm90) names.emplace_back(gemm_tile_name(GemmTile::kSm90M128N256));
+    if (sm90)
+      for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, p.local_experts(), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
     // The split matters only where the stream tiles can run clusters.
@@ -354,7 +357,8 @@ GemmTile tile_for(const StageContext& c, bool first) {
   const std::string_view v = knob_value(c, first ? "gemm1.tile" : "gemm2.tile", "");
   for (GemmTile t : kAllTiles)
     if (v == gemm_tile_name(t)) return t;
-  if (v == gemm_tile_name(GemmTile::kSm90M128N256)) return GemmTile::kSm90M128N256;
+  for (GemmTile t : kSm90Tiles)
+    if (v == gemm_tile_name(t)) return t;
   const auto& p = c.problem;  // a step run without a plan's knobs
   return heuristic_tile(max_rows(c), local_experts(c), gemm_n(p, first), gemm_k(p, first), false);
 }
@@ -373,6 +377,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, float* d) {
   auto s = carve(c);
   if (!s.ok()) return s.status();
   Sm90GemmArgs a;
+  a.tile = g.tile == GemmTile::kSm90M64N128 ? Sm90Tile::kM64N128 : Sm90Tile::kM128N256;
   a.type = g.type;
   a.a = g.a;
   a.b = g.b;
@@ -388,7 +393,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, float* d) {
   return launch_sm90_grouped_gemm(a, stream_of(c));
 #else
   (void)c, (void)g, (void)d;
-  return Status::Unsupported("gemm tile sm90_m128n256k64: this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");
+  return Status::Unsupported(std::string("gemm tile ") + gemm_tile_name(g.tile) + ": this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");
 #endif
 }
 
@@ -427,7 +432,7 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
 Status gemm_rows_stage(const StageContext& c, bool first) {
   GemmArgs a = gemm_args(c, first);
   float* rows = ptr<float>(first ? c.buffers.gemm1_out : c.buffers.gemm2_out);
-  if (a.tile == GemmTile::kSm90M128N256) return sm90_gemm(c, a, rows);
+  if (is_sm90_tile(a.tile)) return sm90_gemm(c, a, rows);
   a.epilogue = Epilogue::kStoreF32;
   a.out_f32 = rows;
   return launch_grouped_gemm(a, stream_of(c));
@@ -440,7 +445,7 @@ Status activation_stage(const StageContext& c);
 
 Status gemm1_activation_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, true);
-  if (a.tile == GemmTile::kSm90M128N256) {  // no activation epilogue: the two stages one after the other
+  if (is_sm90_tile(a.tile)) {  // no activation epilogue: the two stages one after the other
     MOEKIT_RETURN_IF_ERROR(gemm1_stage(c));
     return activation_stage(c);
   }
@@ -493,7 +498,7 @@ Status finalize_stage(const StageContext& c) {
 Status gemm2_finalize_stage(const StageContext& c) {
   const auto& p = c.problem;
   GemmArgs a = gemm_args(c, false);
-  if (a.tile == GemmTile::kSm90M128N256) {  // no finalize epilogue: gemm2's rows, then the fixed-order finalize
+  if (is_sm90_tile(a.tile)) {  // no finalize epilogue: gemm2's rows, then the fixed-order finalize
     MOEKIT_RETURN_IF_ERROR(gemm2_stage(c));
     return finalize_stage(c);
   }

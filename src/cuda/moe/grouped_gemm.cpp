@@ -10,6 +10,7 @@ Status launch_stream_gemm_bf16(const GemmArgs& a, void* stream);
 Status launch_stream_gemm_f16(const GemmArgs& a, void* stream);
 
 bool is_stream_tile(GemmTile t) { return t == GemmTile::kStreamN8 || t == GemmTile::kStreamN16 || t == GemmTile::kStreamN32; }
+bool is_sm90_tile(GemmTile t) { return t == GemmTile::kSm90M128N256 || t == GemmTile::kSm90M64N128; }
 
 const char* gemm_tile_name(GemmTile t) {
   switch (t) {
@@ -19,6 +20,7 @@ const char* gemm_tile_name(GemmTile t) {
     case GemmTile::kM128N128: return "m128n128k64";
     case GemmTile::kM128N256: return "m128n256k64";
     case GemmTile::kSm90M128N256: return "sm90_m128n256k64";
+    case GemmTile::kSm90M64N128: return "sm90_m64n128k128";
     case GemmTile::kStreamN8: return "stream_n8k128";
     case GemmTile::kStreamN16: return "stream_n16k128";
     case GemmTile::kStreamN32: return "stream_n32k128";
@@ -34,6 +36,7 @@ int gemm_tile_block_m(GemmTile t) {
     case GemmTile::kM128N128: return 128;
     case GemmTile::kM128N256: return 128;
     case GemmTile::kSm90M128N256: return 128;
+    case GemmTile::kSm90M64N128: return 64;
     case GemmTile::kStreamN8: return 8;
     case GemmTile::kStreamN16: return 16;
     case GemmTile::kStreamN32: return 32;

@@ -151,13 +151,25 @@ enum class Epilogue : uint8_t {
 };
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
-// kSm90M128N256 is the CUTLASS sm_90a kernel (sm90_grouped_gemm.h): float32 output, no bias, no
-// epilogue fusion; the stages add the activation or finalize kernel after it. kStreamN* are the
-// weight-streaming kernel (stream_gemm.cuh) for 8, 16 or 32 routed rows per CTA.
-enum class GemmTile : uint8_t { kM16N64, kM32N128, kM64N128, kM128N128, kM128N256, kSm90M128N256, kStreamN8, kStreamN16, kStreamN32 };
+// kSm90* are the CUTLASS sm_90a kernel (sm90_grouped_gemm.h) in its two configurations: float32
+// output, no bias, no epilogue fusion; the stages add the activation or finalize kernel after it.
+// kStreamN* are the weight-streaming kernel (stream_gemm.cuh) for 8, 16 or 32 routed rows per CTA.
+enum class GemmTile : uint8_t {
+  kM16N64,
+  kM32N128,
+  kM64N128,
+  kM128N128,
+  kM128N256,
+  kSm90M128N256,
+  kStreamN8,
+  kStreamN16,
+  kStreamN32,
+  kSm90M64N128,
+};
 const char* gemm_tile_name(GemmTile t);
 int gemm_tile_block_m(GemmTile t);
 bool is_stream_tile(GemmTile t);
+bool is_sm90_tile(GemmTile t);
 
 struct GemmArgs {
   Elem type = Elem::kBF16;  // A and B (f16 or bf16)
@@ -195,8 +207,10 @@ struct GemmArgs {
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
 };
-// Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel.
+// Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel: its 64 x 128
+// tiles up to kSm90SmallTileMaxRows (PyTorch grouped_mm's rule), its 128 x 256 tiles above.
 inline constexpr double kSm90MinRowsPerExpert = 12;
+inline constexpr double kSm90SmallTileMaxRows = 128;
 // Up to this many rows per active expert the weight-streaming kernel runs when the experts are few
 // (measured on the H200: Mixtral, 8 experts, T=64 = 16 rows each: 962 us streamed against 1162 us
 // on the sm_90a kernel; Qwen3, 128 experts, T=256 = 16 rows each: 658 against 554).

@@ -1,7 +1,13 @@
 // One warp routes one token, with the semantics of the CPU reference (src/cpu/routing.cpp): scores
 // in double, candidates ranked by (score descending, expert id ascending), NaN below every number,
-// weights summed and renormalized in slot order. Used by the routing kernel and by the fused
-// routing + maps kernel.
+// weights summed and renormalized in slot order. Used by the routing kernel, the fused routing +
+// maps kernel and the decode layer's plan kernel.
+//
+// Code size is speed here. At decode this code runs once per launch, and on the H200 every distinct
+// instruction line a warp executes for the first time in a launch costs about 23 ns to fetch
+// (bench/probes/icache_probe.cu: straight-line code runs 2.5x slower than the same work in a
+// loop, launch after launch). So loops whose bodies hold an exp, a division or a sigmoid are kept
+// rolled (`#pragma unroll 1`): one copy of the code, fetched once, run E/32 times.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -45,10 +51,11 @@ __device__ __forceinline__ bool ranks_before(double va, int ia, double vb, int i
   return ia < ib;
 }
 
+// The reference's sigmoid (1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below) with one inlined exp:
+// both branches take exp(-|x|), so the results are the reference's bit for bit.
 __device__ __forceinline__ double sigmoid_d(double x) {
-  if (x >= 0) return 1.0 / (1.0 + exp(-x));
-  const double e = exp(x);
-  return e / (1.0 + e);
+  const double e = exp(-fabs(x));
+  return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
 
 // The best i in [0, n) with flag[i] == 0, by ranks_before; -1 when none. Uniform across the warp.
@@ -102,6 +109,7 @@ __device__ __forceinline__ void warp_select_regs(const double* s, uint8_t* flag,
     key[j] = i < n && flag[i] == 0 ? rank_key(s[i]) : 0;
   }
   __syncwarp();
+#pragma unroll 1
   for (int r = 0; r < k; ++r) {
     uint64_t best = 0;
     int bj = 0;
@@ -173,9 +181,11 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) m = fmax(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
       double sum = 0.0;
+#pragma unroll 1
       for (int i = lane; i < E; i += 32) sum += (score[i] = exp(score[i] - m));
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
+#pragma unroll 1
       for (int i = lane; i < E; i += 32) score[i] /= sum;
       __syncwarp();
       warp_select(score, flag, E, K, chosen, lane);
@@ -188,30 +198,37 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       if (lane == 0) {
         const double m = score[chosen[0]];
         double sum = 0.0;
+#pragma unroll 1
         for (int j = 0; j < K; ++j) sum += (wsel[j] = exp(score[chosen[j]] - m));
+#pragma unroll 1
         for (int j = 0; j < K; ++j) wsel[j] /= sum;
       }
       renormalize = false;
       break;
     }
     case RoutingMethod::kDeepSeekV3: {
+      // The bias goes to aux first (loads batched as above), then one rolled loop of sigmoids.
       for (int base = lane; base < E; base += 4 * 32) {
         double b[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) b[u] = base + 32 * u < E ? load_as_double(a.bias, a.bias_type, base + 32 * u) : 0.0;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int i = base + 32 * u;
-          if (i >= E) continue;
-          aux[i] = sigmoid_d(score[i]);
-          score[i] = aux[i] + b[u];
-        }
+        for (int u = 0; u < 4; ++u)
+          if (base + 32 * u < E) aux[base + 32 * u] = b[u];
+      }
+#pragma unroll 1
+      for (int i = lane; i < E; i += 32) {
+        const double sg = sigmoid_d(score[i]);
+        score[i] = sg + aux[i];
+        aux[i] = sg;
       }
       __syncwarp();
       const int per_group = E / G;
+#pragma unroll 1
       for (int g = lane; g < G; g += 32) {
         const int base = g * per_group;
         int best = base, second = -1;
+#pragma unroll 1
         for (int i = base + 1; i < base + per_group; ++i) {
           if (ranks_before(score[i], i, score[best], best)) {
             second = best;
@@ -230,6 +247,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       __syncwarp();
       warp_select(score, flag, E, K, chosen, lane);
       if (lane == 0)
+#pragma unroll 1
         for (int j = 0; j < K; ++j) wsel[j] = aux[chosen[j]];
       break;
     }
@@ -238,6 +256,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       warp_select(score, flag, E, K, chosen, lane);
       if (lane == 0) {
         const bool llama = method == RoutingMethod::kLlama4;
+#pragma unroll 1
         for (int j = 0; j < K; ++j) wsel[j] = llama ? sigmoid_d(score[chosen[j]]) : score[chosen[j]];
       }
       break;
@@ -247,6 +266,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
     double sum = 0.0;
     if (renormalize)
       for (int j = 0; j < K; ++j) sum += wsel[j];
+#pragma unroll 1
     for (int j = 0; j < K; ++j) {
       const int32_t id = chosen[j];
       const float w = static_cast<float>(renormalize ? wsel[j] / sum : wsel[j]);

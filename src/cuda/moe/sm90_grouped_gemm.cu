@@ -48,16 +48,27 @@ using namespace cute;
 using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;  // <M, N, K> per group
 using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
 
-// One configuration: the cooperative (two consumer warpgroups on one 128-row tile) persistent
-// kernel, the tile PyTorch's grouped_mm and the CUTLASS profiler use for 16-bit inputs at large M,
-// and a 2x1 cluster (B tiles multicast to the two CTAs that share an N tile).
-using TileShape = Shape<_128, _256, _64>;
+// The two configurations (sm90_grouped_gemm.h, Sm90Tile), both with a 2x1 cluster (B tiles
+// multicast to the two CTAs that share an N tile). The large one is the tile PyTorch's grouped_mm
+// and the CUTLASS profiler use for 16-bit inputs at large M; the small one is PyTorch's for an
+// average M (rows per group) of 128 or less.
+struct LargeTile {
+  using TileShape = Shape<_128, _256, _64>;
+  using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
+  using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+};
+struct SmallTile {
+  using TileShape = Shape<_64, _128, _128>;
+  using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
+  using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
 using ClusterShape = Shape<_2, _1, _1>;
-using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
-using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
 
-template <typename ElementAB, typename ElementD>
+template <typename ElementAB, typename ElementD, class Tile>
 struct Sm90Config {
+  using TileShape = typename Tile::TileShape;
+  using KernelSchedule = typename Tile::KernelSchedule;
+  using EpilogueSchedule = typename Tile::EpilogueSchedule;
   using LayoutA = cutlass::layout::RowMajor;     // A: M x K, K contiguous
   using LayoutB = cutlass::layout::ColumnMajor;  // B: K x N, K contiguous (our [N, K] row-major)
   using LayoutD = cutlass::layout::RowMajor;     // D: M x N, N contiguous
@@ -197,9 +208,9 @@ const char* elem_name(Elem e) {
 
 const char* cutlass_status_name(cutlass::Status s) { return cutlassGetStatusString(s); }
 
-template <typename ElementAB, typename ElementD>
+template <typename ElementAB, typename ElementD, class Tile>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Sm90Config<ElementAB, ElementD>;
+  using Cfg = Sm90Config<ElementAB, ElementD, Tile>;
   using Gemm = typename Cfg::Gemm;
   static_assert(sizeof(typename Cfg::StrideA) == sizeof(int64_t));
   static_assert(sizeof(typename Cfg::StrideB) == sizeof(int64_t));
@@ -249,11 +260,17 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   return Status::Ok();
 }
 
+template <typename ElementAB, typename ElementD>
+Status launch_tile(const Sm90GemmArgs& a, void* stream) {
+  if (a.tile == Sm90Tile::kM64N128) return launch_typed<ElementAB, ElementD, SmallTile>(a, stream);
+  return launch_typed<ElementAB, ElementD, LargeTile>(a, stream);
+}
+
 template <typename ElementAB>
 Status launch_d(const Sm90GemmArgs& a, void* stream) {
-  if (a.d_type == Elem::kF32) return launch_typed<ElementAB, float>(a, stream);
+  if (a.d_type == Elem::kF32) return launch_tile<ElementAB, float>(a, stream);
 #if MOEKIT_SM90_GEMM_SAME_D
-  if (a.d_type == a.type) return launch_typed<ElementAB, ElementAB>(a, stream);
+  if (a.d_type == a.type) return launch_tile<ElementAB, ElementAB>(a, stream);
 #endif
   return Status::Unsupported(std::string("sm90 grouped GEMM: output type ") + elem_name(a.d_type) + " for " +
                              elem_name(a.type) + " inputs (f32 only)");
@@ -263,13 +280,19 @@ Status launch_d(const Sm90GemmArgs& a, void* stream) {
 
 size_t sm90_gemm_scratch_bytes(int experts, int64_t /*n*/, int64_t /*k*/, Elem /*type*/, int sm_count) {
   if (experts <= 0 || sm_count <= 0) return 0;
-  // The workspace is per SM and the same for every instantiation (two mainloop descriptors and one
-  // per epilogue warpgroup store, no fusion workspace); take the largest to be safe.
-  size_t ws = workspace_bytes<Sm90Config<cutlass::bfloat16_t, float>>(experts, sm_count);
-  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::half_t, float>>(experts, sm_count));
+  // The workspace is per SM (two mainloop descriptors and one per epilogue warpgroup store, no
+  // fusion workspace); take the largest over the instantiations to be safe.
+  size_t ws = 0;
+  auto take = [&](size_t bytes) { ws = std::max(ws, bytes); };
+  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, float, LargeTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::half_t, float, LargeTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, float, SmallTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::half_t, float, SmallTile>>(experts, sm_count));
 #if MOEKIT_SM90_GEMM_SAME_D
-  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t>>(experts, sm_count));
-  ws = std::max(ws, workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t, LargeTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t, LargeTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t, SmallTile>>(experts, sm_count));
+  take(workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t, SmallTile>>(experts, sm_count));
 #endif
   return ScratchLayout(experts).end_of_arrays + align_up(ws);
 }

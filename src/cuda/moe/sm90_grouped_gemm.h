@@ -18,7 +18,16 @@ namespace moekit::cuda::moe {
 // max_rows). A [max_rows, k] row-major; B [experts, n, k] row-major (each expert's weight is n x k,
 // k contiguous: a "TN" GEMM); D [max_rows, n] row-major. Rows of D past offsets[experts] are not
 // written. Experts with zero rows are skipped.
+// The kernel's two configurations (PyTorch's grouped_mm makes the same two for Hopper):
+//   kM128N256  128 x 256 x 64 tiles, cooperative schedule (two consumer warpgroups on one tile);
+//   kM64N128   64 x 128 x 128 tiles, ping-pong schedule (two consumer warpgroups on alternate
+//              tiles, one's epilogue under the other's mainloop): for a few dozen rows per expert,
+//              where a 128-row tile would be mostly padding.
+// Both run 2 x 1 clusters (the B tile multicast to the two CTAs of an N tile).
+enum class Sm90Tile : uint8_t { kM128N256, kM64N128 };
+
 struct Sm90GemmArgs {
+  Sm90Tile tile = Sm90Tile::kM128N256;
   Elem type = Elem::kBF16;    // A and B: kBF16 or kF16
   const void* a = nullptr;
   const void* b = nullptr;
