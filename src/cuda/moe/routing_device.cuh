@@ -172,7 +172,6 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
     }
   }
   __syncwarp();
-  bool renormalize = a.renormalize;
   switch (method) {
     case RoutingMethod::kSoftmaxTopK: {
       double m = -INFINITY;
@@ -189,21 +188,10 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       for (int i = lane; i < E; i += 32) score[i] /= sum;
       __syncwarp();
       warp_select(score, flag, E, K, chosen, lane);
-      if (lane == 0)
-        for (int j = 0; j < K; ++j) wsel[j] = score[chosen[j]];
       break;
     }
     case RoutingMethod::kTopKSoftmax: {
       warp_select(score, flag, E, K, chosen, lane);
-      if (lane == 0) {
-        const double m = score[chosen[0]];
-        double sum = 0.0;
-#pragma unroll 1
-        for (int j = 0; j < K; ++j) sum += (wsel[j] = exp(score[chosen[j]] - m));
-#pragma unroll 1
-        for (int j = 0; j < K; ++j) wsel[j] /= sum;
-      }
-      renormalize = false;
       break;
     }
     case RoutingMethod::kDeepSeekV3: {
@@ -246,35 +234,40 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       for (int i = lane; i < E; i += 32) flag[i] = gflag[i / per_group] == 1 ? 0 : 2;
       __syncwarp();
       warp_select(score, flag, E, K, chosen, lane);
-      if (lane == 0)
-#pragma unroll 1
-        for (int j = 0; j < K; ++j) wsel[j] = aux[chosen[j]];
       break;
     }
     case RoutingMethod::kLlama4:
     case RoutingMethod::kTopK: {
       warp_select(score, flag, E, K, chosen, lane);
-      if (lane == 0) {
-        const bool llama = method == RoutingMethod::kLlama4;
-#pragma unroll 1
-        for (int j = 0; j < K; ++j) wsel[j] = llama ? sigmoid_d(score[chosen[j]]) : score[chosen[j]];
-      }
       break;
     }
   }
-  if (lane == 0) {
-    double sum = 0.0;
-    if (renormalize)
+  // The weights, a slot per lane (one warp, not K steps of one lane): the reference's values in
+  // its order. topk_softmax's softmax over the chosen logits replaces the renormalization; the sum
+  // runs in slot order on lane 0 as in the reference, the divisions in parallel.
+  for (int j = lane; j < K; j += 32) {
+    const int c = chosen[j];
+    double w = score[c];  // softmax_topk's probability, topk's logit
+    if (method == RoutingMethod::kTopKSoftmax) w = exp(score[c] - score[chosen[0]]);
+    if (method == RoutingMethod::kDeepSeekV3) w = aux[c];  // the unbiased sigmoid
+    if (method == RoutingMethod::kLlama4) w = sigmoid_d(score[c]);
+    wsel[j] = w;
+  }
+  __syncwarp();
+  const bool divide = method == RoutingMethod::kTopKSoftmax || a.renormalize;
+  double sum = 0.0;
+  if (divide) {
+    if (lane == 0)
       for (int j = 0; j < K; ++j) sum += wsel[j];
-#pragma unroll 1
-    for (int j = 0; j < K; ++j) {
-      const int32_t id = chosen[j];
-      const float w = static_cast<float>(renormalize ? wsel[j] / sum : wsel[j]);
-      a.topk_ids[t * K + j] = id;
-      a.topk_weights[t * K + j] = w;
-      if (a.copy_ids) a.copy_ids[t * K + j] = id;
-      if (a.copy_weights) a.copy_weights[t * K + j] = w;
-    }
+    sum = __shfl_sync(0xFFFFFFFFu, sum, 0);
+  }
+  for (int j = lane; j < K; j += 32) {
+    const int32_t id = chosen[j];
+    const float w = static_cast<float>(divide ? wsel[j] / sum : wsel[j]);
+    a.topk_ids[t * K + j] = id;
+    a.topk_weights[t * K + j] = w;
+    if (a.copy_ids) a.copy_ids[t * K + j] = id;
+    if (a.copy_weights) a.copy_weights[t * K + j] = w;
   }
   __syncwarp();
 }
