@@ -275,29 +275,17 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const T* X = static_cast<const T*>(a.a);
   const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
   const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
+  StreamSources<T, S> src(W, K, w_row);
+  src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
 
   const int64_t k_tiles = (K + BK - 1) / BK;
   const int64_t kt_begin = rank * k_tiles_per_split;
   const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
   const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
   float acc[NB][4];
-  // Under PDL the first wave's CTAs run the k loop's code once before the wait, on copies of zero
-  // bytes (K = 0: every copy is out of bounds, nothing is read), while the previous kernel still
-  // runs: the first execution of this code is bound by instruction fetch (about 23 ns per 128-byte
-  // line on the H200, bench/probes/icache_probe.cu), and pass 1 then finds it in the instruction
-  // cache. One call site for both passes, so that both run the same copy of the code.
-  const bool warm_up = a.weights_before_wait && blockIdx.x < 2u * static_cast<unsigned>(a.sm_count);
-#pragma unroll 1
-  for (int pass = warm_up ? 0 : 1; pass < 2; ++pass) {
-    const bool dry = pass == 0;
-    const int64_t k = dry ? 0 : K;
-    StreamSources<T, S> src(W, k, w_row);
-    src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
-    stream_mainloop<T, S>(smem, src, W, k, kt_begin, dry ? 1 : count, acc, [&] {
-      if (!dry && a.weights_before_wait) pdl_enter();
-    });
-    if (dry) __syncthreads();  // pass 1 refills the pipeline's shared memory
-  }
+  stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
+    if (a.weights_before_wait) pdl_enter();
+  });
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (split > 1) {
