@@ -416,11 +416,9 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   a.split = split_for(c, first);
   a.clusters = cluster_split_available(device_compute_capability());
   a.sm_count = device_sm_count();
-  // gemm1 always follows the expand step (plan.cpp), which lets it launch before the maps are done
-  // (pdl.cuh): it reads nothing before its wait and warms its code up instead. gemm2 follows gemm1 or
-  // the activation: the offsets come from the maps, two or more launches back, safe to read early.
-  a.weights_before_wait = !first;
-  a.warm_up = first;
+  // gemm1 always follows the expand step (plan.cpp) and gemm2 follows gemm1 or the activation: the
+  // offsets come from the maps, two or more launches back, which PDL's ordering makes safe to read early.
+  a.weights_before_wait = true;
   a.activation = static_cast<int>(p.activation.kind);
   a.gated = activation_is_gated(p.activation.kind);
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;

@@ -100,9 +100,10 @@ __device__ __forceinline__ int64_t gate_up_row(int64_t i, bool up, int64_t inter
 }
 
 template <int BM>
-__device__ __forceinline__ TileWork block_find_tile(const int64_t* expert_offsets, int E, int64_t* offs, TileWork& work, int64_t tile_m) {
+__device__ __forceinline__ TileWork block_find_tile(const GemmArgs& a, int64_t* offs, TileWork& work, int64_t tile_m) {
   const int tid = static_cast<int>(threadIdx.x);
-  for (int i = tid; i <= E; i += blockDim.x) offs[i] = expert_offsets[i];
+  const int E = a.local_experts;
+  for (int i = tid; i <= E; i += blockDim.x) offs[i] = a.expert_offsets[i];
   if (tid == 0) work.expert = -1;
   __syncthreads();
   if (tid < 32) find_tile<BM>(offs, E, tile_m, work, tid);
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(S::kThreads) grouped_gemm_kernel(GemmArgs a, i
   const int64_t tile_m = group * S::kGroupM + in_group % group_m;
   const int64_t tile_n = in_group / group_m;
 
-  const TileWork tile = block_find_tile<BM>(a.expert_offsets, a.local_experts, offs, work, tile_m);
+  const TileWork tile = block_find_tile<BM>(a, offs, work, tile_m);
   const int e = tile.expert;
   if (e < 0) return;
   const int64_t row0 = tile.row0, row_end = tile.row_end;

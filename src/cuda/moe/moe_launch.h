@@ -206,10 +206,6 @@ struct GemmArgs {
   // Stream tiles under PDL (pdl.cuh): the expert offsets were written at least two launches earlier,
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
-  // Stream tiles launched early (after the expand kernel, pdl.cuh): the first wave's CTAs run their
-  // tile search and k loop once on zero bytes before the wait, so that the real pass finds the code
-  // in the instruction cache.
-  bool warm_up = false;
 };
 // Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel: its 64 x 128
 // tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200 (4ebb479,

@@ -8,11 +8,7 @@
 //  - pdl_launch_dependents() only after its own pdl_wait(): the next kernel can then start early, and
 //    when it starts, everything up to two launches back has completed. That is what lets a kernel
 //    read, before its wait, data produced at least two launches earlier (the expert offsets from the
-//    maps, for gemm2) and the weights, which no kernel of the layer writes.
-//  - One exception: the expand kernel lets the next kernel (gemm1) launch *before* its own wait, so
-//    that gemm1's CTAs are resident while the routing runs (several microseconds at decode) and can
-//    run their code once (a warm-up: GemmArgs::warm_up) before it. gemm1 therefore reads nothing,
-//    not even the offsets, before its wait (GemmArgs::weights_before_wait is false for it).
+//    maps, for the GEMMs) and the weights, which no kernel of the layer writes.
 // Without PDL (before sm_90, MOEKIT_PDL=0, or a build whose kernels lack the sm_90 instructions)
 // both calls are no-ops and launches are ordinary stream-ordered launches.
 #pragma once

@@ -24,9 +24,7 @@ constexpr int kThreads = 256;
 // One block per row; 16-byte chunks (H % 8 == 0 is a CUDA-backend requirement).
 template <typename T>
 __global__ void expand_kernel(ExpandArgs a) {
-  // The next kernel (gemm1) may launch at once: it waits before it reads anything (pdl.cuh).
-  pdl_launch_dependents();
-  pdl_wait();
+  pdl_enter();
   const int64_t r = blockIdx.x;
   if (r >= *a.total_rows) return;
   const int64_t H = a.hidden_size;

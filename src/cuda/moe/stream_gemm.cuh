@@ -260,48 +260,32 @@ __global__ void __launch_bounds__(S::kThreads, 2)
 
   // Under PDL the offsets (from the maps, two or more launches back) and the weights can be read
   // before the previous kernel's rows are: the tile search and the first weight stages overlap it.
-  // A kernel launched early (warm_up, pdl.cuh: gemm1 after the expand kernel) reads nothing before
-  // its wait; instead its first wave runs pass 0: the tile search on an expert without rows and the k
-  // loop on copies of zero bytes (K = 0: every copy out of bounds, kStages iterations so that every
-  // path of the loop runs). At decode this code runs once per launch and its first execution is
-  // bound by instruction fetch (about 23 ns per 128-byte line on the H200,
-  // bench/probes/icache_probe.cu); pass 0 pays that while the routing still runs. One call site for
-  // both passes, so that both run the same copy of the code.
-  const bool warm_up = a.warm_up && !a.weights_before_wait && blockIdx.x < 2u * static_cast<unsigned>(a.sm_count);
+  if (!a.weights_before_wait) pdl_enter();
+  const TileWork tile = block_find_tile<S::NT>(a, offs, work, tile_m);
+  const int e = tile.expert;
+  if (e < 0) {  // every rank of the cluster returns here together
+    if (a.weights_before_wait) pdl_enter();
+    return;
+  }
+  const int64_t row0 = tile.row0, row_end = tile.row_end;
+
   const int64_t K = a.k, N = a.n;
   const bool paired = kEpi == Epilogue::kActivation && a.gated;
   const StreamRows w_row{tile_n * (paired ? BW / 2 : BW), N, N / 2, paired, a.interleaved};
   const T* X = static_cast<const T*>(a.a);
+  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
+  StreamSources<T, S> src(W, K, w_row);
+  src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
+
   const int64_t k_tiles = (K + BK - 1) / BK;
   const int64_t kt_begin = rank * k_tiles_per_split;
   const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
   const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
   float acc[NB][4];
-  TileWork tile{};
-#pragma unroll 1
-  for (int pass = warm_up ? 0 : 1; pass < 2; ++pass) {
-    const bool dry = pass == 0;
-    if (!dry && !a.weights_before_wait) pdl_enter();
-    if (dry && tid < 2) offs[tid] = 0;  // pass 0's offset list: one expert without rows
-    if (dry) __syncthreads();
-    tile = block_find_tile<S::NT>(dry ? offs : a.expert_offsets, dry ? 1 : a.local_experts, offs, work, tile_m);
-    if (!dry && tile.expert < 0) {  // every rank of the cluster returns here together
-      if (a.weights_before_wait) pdl_enter();
-      return;
-    }
-    const int e = dry ? 0 : tile.expert;
-    const int64_t k = dry ? 0 : K;
-    const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
-    const int rows = dry ? 0 : static_cast<int>(min(static_cast<int64_t>(S::NT), tile.row_end - tile.row0));
-    StreamSources<T, S> src(W, k, w_row);
-    src.set_rows(rows, [&](int r) { return X + (tile.row0 + r) * K; });
-    stream_mainloop<T, S>(smem, src, W, k, kt_begin, dry ? S::kStages : count, acc, [&] {
-      if (!dry && a.weights_before_wait) pdl_enter();
-    });
-    if (dry) __syncthreads();  // pass 1 refills the pipeline's shared memory and the offset list
-  }
-  const int e = tile.expert;
-  const int64_t row0 = tile.row0, row_end = tile.row_end;
+  stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
+    if (a.weights_before_wait) pdl_enter();
+  });
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (split > 1) {
