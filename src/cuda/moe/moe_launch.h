@@ -4,7 +4,6 @@
 // synchronizes, so a whole layer can be captured in a CUDA graph.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -276,23 +275,6 @@ inline bool split_leaves_no_empty_rank(int64_t k_tiles, int64_t split) { return 
 inline int64_t split_without_empty_ranks(int64_t k_tiles, int64_t split) {
   const int64_t per_rank = (k_tiles + split - 1) / split;
   return (k_tiles + per_rank - 1) / per_rank;
-}
-// The stream tiles' automatic K split. Fewer tiles than SMs: as many ranks as fit in the resident
-// CTAs (`slots`), one wave. Up to one wave: none (a CTA on every SM already streams at about 4 TB/s:
-// Qwen3 gemm1 at T=1, 192 tiles). More than one wave: none, unless the last wave leaves most slots
-// idle (the waves less than 70% busy on average); then the smallest split whose CTAs keep them 85%
-// busy. Measured on the H200 (docs/perf-notes.md, step 8): GPT-OSS gemm1 at T=1 is 360 tiles on 264
-// slots, and its second wave of 96 CTAs streamed alone, at 1.5 TB/s, for 24 of the kernel's 42 us;
-// split 2 makes three waves of half tiles.
-inline int stream_auto_split(int64_t tiles, int64_t slots, int sm_count, int64_t k_tiles, int max_split) {
-  if (tiles <= 0 || slots <= 0) return 1;
-  const int64_t limit = std::min<int64_t>(max_split, k_tiles);
-  if (tiles < sm_count) return static_cast<int>(std::clamp<int64_t>(slots / tiles, 1, std::max<int64_t>(limit, 1)));
-  auto busy = [&](int64_t s) { return static_cast<double>(tiles * s) / static_cast<double>((tiles * s + slots - 1) / slots * slots); };
-  if (tiles <= slots || busy(1) >= 0.7) return 1;
-  for (int64_t s = 2; s <= limit; ++s)
-    if (split_leaves_no_empty_rank(k_tiles, s) && busy(s) >= 0.85) return static_cast<int>(s);
-  return 1;
 }
 size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int split);
 // gemm2's K split the decode layer takes by default: about as many k tiles per gemm2 tile as a gemm1

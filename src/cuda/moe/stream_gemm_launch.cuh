@@ -13,13 +13,14 @@
 
 namespace moekit::cuda::moe {
 
-// The K split of a tile grid: the caller's (1..kMaxSplit) when given, else stream_auto_split's, from
-// the resident CTAs (`slots()`). Clusters (sm_90) are needed for any split above 1.
+// The K split of a tile grid: the caller's (1..kMaxSplit) when given, else none when the tiles cover
+// the SMs, and otherwise as many ranks as fit in the resident CTAs (`slots()`, queried only then), so
+// the grid stays one wave. Clusters (sm_90) are needed for any split above 1.
 template <class S, class Slots>
 int stream_split(const GemmArgs& a, int64_t tiles, int64_t k_tiles, Slots slots) {
   if (!a.clusters) return 1;
   int split = a.split;
-  if (split <= 0) split = stream_auto_split(tiles, slots(), a.sm_count, k_tiles, S::kMaxSplit);
+  if (split <= 0) split = tiles >= a.sm_count ? 1 : static_cast<int>(std::min<int64_t>(S::kMaxSplit, slots() / std::max<int64_t>(tiles, 1)));
   split = static_cast<int>(std::clamp<int64_t>(split, 1, std::min<int64_t>(S::kMaxSplit, k_tiles)));
   return static_cast<int>(split_without_empty_ranks(k_tiles, split));
 }
