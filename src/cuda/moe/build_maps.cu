@@ -70,14 +70,12 @@ constexpr int kWarpMapsMaxRows = 32;
 constexpr int kSmallRouteMaxWarps = 8;  // the fused one-warp-maps kernel routes with up to 8 warps
 
 // The maps for n = T*K <= 32 rows, by one warp: lane f holds flat index f = t*K + k. Keys order as
-// the block path's (local expert, f), so the result is the same bit for bit. `ids` and `weights`
-// are the n routed slots (global, or shared memory when the same block routed them);
-// `sorted_expert` is 32 ints of shared memory.
-__device__ void warp_topk_maps(const TopkMapsArgs& a, const int32_t* ids, const float* weights, int* sorted_expert, int lane) {
+// the block path's (local expert, f), so the result is the same bit for bit. `sorted_expert` is 32
+// ints of shared memory.
+__device__ void warp_topk_maps(const TopkMapsArgs& a, int* sorted_expert, int lane) {
   const int n = static_cast<int>(a.tokens * a.top_k);
   const int EL = a.local_experts, K = a.top_k;
-  const int l = lane < n ? local_of(a, ids[lane]) : -1;
-  const float weight = lane < n ? weights[lane] : 0.0f;  // loaded with the id: one round trip
+  const int l = lane < n ? local_of(a, a.topk_ids[lane]) : -1;
   const unsigned local_mask = __ballot_sync(0xFFFFFFFFu, l >= 0);
   const int total = __popc(local_mask);
   const uint32_t key = (static_cast<uint32_t>(l) << 5) | static_cast<uint32_t>(lane);  // used by local lanes only
@@ -88,7 +86,7 @@ __device__ void warp_topk_maps(const TopkMapsArgs& a, const int32_t* ids, const 
     const int t = lane / K;
     sorted_expert[rank] = l;
     o.row_source[rank] = t;
-    o.row_weight[rank] = weight;
+    o.row_weight[rank] = a.topk_weights[lane];
     o.row_dest[rank] = a.no_combine ? lane : t;
     o.dest_rows[__popc(local_mask & ((1u << lane) - 1))] = rank;
   }
@@ -105,7 +103,7 @@ __device__ void warp_topk_maps(const TopkMapsArgs& a, const int32_t* ids, const 
 __global__ void __launch_bounds__(32) warp_maps_kernel(TopkMapsArgs a) {
   pdl_enter();
   __shared__ int sorted_expert[kWarpMapsMaxRows];
-  warp_topk_maps(a, a.topk_ids, a.topk_weights, sorted_expert, static_cast<int>(threadIdx.x));
+  warp_topk_maps(a, sorted_expert, static_cast<int>(threadIdx.x));
 }
 
 // Routing by up to kSmallRouteMaxWarps warps (tokens round robin), then warp 0 builds the maps.
@@ -113,12 +111,10 @@ __global__ void __launch_bounds__(32 * kSmallRouteMaxWarps) route_warp_maps_kern
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int sorted_expert[kWarpMapsMaxRows];
-  __shared__ int32_t slot_ids[kWarpMapsMaxRows];
-  __shared__ float slot_weights[kWarpMapsMaxRows];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane, slot_ids, slot_weights);
-  if (route_warps > 1) __syncthreads();  // warp 0 reads the other warps' slots
-  if (warp == 0) warp_topk_maps(a, slot_ids, slot_weights, sorted_expert, lane);
+  for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
+  if (route_warps > 1) __syncthreads();  // warp 0 reads the other warps' ids (global stores, visible after the barrier)
+  if (warp == 0) warp_topk_maps(a, sorted_expert, lane);
 }
 
 // ---- single CTA ------------------------------------------------------------------------------------

@@ -146,11 +146,8 @@ __device__ __forceinline__ void warp_select(const double* s, uint8_t* flag, int 
   warp_select_smem(s, flag, n, k, chosen, lane);
 }
 
-// Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned). `slot_ids` and
-// `slot_weights` (optional, [T*K], typically shared memory) receive the result too, for a consumer in
-// the same block: reading back the global copy would cost a round trip to L2.
-__device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane, int32_t* slot_ids = nullptr,
-                                        float* slot_weights = nullptr) {
+// Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned).
+__device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane) {
   const int E = a.experts, K = a.top_k, G = a.n_group;
   double* score = reinterpret_cast<double*>(smem);
   double* aux = score + E;
@@ -163,21 +160,14 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
 
   // Four loads in flight per lane before any store: the stores go through a generic pointer the
   // compiler cannot prove apart from the logits, so a plain loop would wait out each load in turn.
-  // DeepSeek-V3's correction bias is loaded in the same round trip, into aux.
-  const bool biased = method == RoutingMethod::kDeepSeekV3;
   for (int base = lane; base < E; base += 4 * 32) {
-    double v[4], b[4];
+    double v[4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const bool in = base + 32 * u < E;
-      v[u] = in ? load_as_double(a.logits, a.logits_type, t * E + base + 32 * u) : 0.0;
-      b[u] = in && biased ? load_as_double(a.bias, a.bias_type, base + 32 * u) : 0.0;
-    }
+    for (int u = 0; u < 4; ++u) v[u] = base + 32 * u < E ? load_as_double(a.logits, a.logits_type, t * E + base + 32 * u) : 0.0;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       if (base + 32 * u >= E) continue;
       score[base + 32 * u] = v[u];
-      aux[base + 32 * u] = b[u];
       flag[base + 32 * u] = 0;
     }
   }
@@ -205,7 +195,15 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       break;
     }
     case RoutingMethod::kDeepSeekV3: {
-      // aux holds the bias (loaded with the logits); one rolled loop of sigmoids.
+      // The bias goes to aux first (loads batched as above), then one rolled loop of sigmoids.
+      for (int base = lane; base < E; base += 4 * 32) {
+        double b[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) b[u] = base + 32 * u < E ? load_as_double(a.bias, a.bias_type, base + 32 * u) : 0.0;
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (base + 32 * u < E) aux[base + 32 * u] = b[u];
+      }
 #pragma unroll 1
       for (int i = lane; i < E; i += 32) {
         const double sg = sigmoid_d(score[i]);
@@ -270,8 +268,6 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
     a.topk_weights[t * K + j] = w;
     if (a.copy_ids) a.copy_ids[t * K + j] = id;
     if (a.copy_weights) a.copy_weights[t * K + j] = w;
-    if (slot_ids) slot_ids[t * K + j] = id;
-    if (slot_weights) slot_weights[t * K + j] = w;
   }
   __syncwarp();
 }
