@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -187,6 +188,49 @@ void expect_within_tolerance(const Case& c, uint64_t seed) {
   std::printf("  %-44s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
 }
 
+
+void expect_graph_replays_with_new_routing(const GraphReplay& g) {
+  const MoeProblem& p = g.problem;
+  auto layer = make_random_layer(p, {.num_tokens = g.tokens, .seed = g.layer_seed});
+  ASSERT_TRUE(layer.ok());
+  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
+  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = g.fusions});
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  if (!g.first_step.empty()) ASSERT_EQ(runner->plan(g.tokens, WeightTraits::of(gpu.weights)).steps.front().kernel, g.first_step);
+  auto prepared = runner->prepare_weights(gpu.weights);
+  ASSERT_TRUE(prepared.ok());
+  const size_t bytes = *runner->workspace_size(gpu.inputs);
+  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
+  ASSERT_TRUE(ws.ok());
+  poison(ws->view());
+  cudaStream_t stream;
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
+  // Warm-up outside the capture: the plan for this T is built and cached on the first call.
+  ASSERT_TRUE(runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream}).ok());
+  cudaGraph_t graph;
+  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream});
+  MOEKIT_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.ok()) << captured.to_string();
+  cudaGraphExec_t exec;
+  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < g.replays; ++replay) {
+    fill_uniform(layer->router_logits.view(), 3.0, g.logits_seed + static_cast<uint64_t>(replay), 1);  // new routing every replay
+    ASSERT_TRUE(copy_tensor(gpu.inputs.router_logits, layer->router_logits.view()).ok());
+    poison(gpu.outputs.out);
+    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const MoeInputs host_in = layer->inputs();
+    const Errors e = measure(naive::run(p, layer->weights, host_in), to_doubles(gpu.outputs.out),
+                             naive::run(p, layer->weights, host_in, p.activation_dtype), p.activation_dtype);
+    EXPECT_EQ(e.non_finite, 0) << "replay " << replay;
+    EXPECT_LE(e.gpu, 2 * e.naive + 1e-6) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
 
 bool hopper() {
   int dev = 0, major = 0, minor = 0;

@@ -70,6 +70,22 @@ struct Outcome {
 Outcome run_case(const Case& c, uint64_t seed);
 void expect_within_tolerance(const Case& c, uint64_t seed);
 
+// The whole layer captured once in a CUDA graph (after one warm-up call that builds the plan) and
+// replayed `replays` times, each with new router logits (seeds logits_seed, logits_seed + 1, ...):
+// the workspace is poisoned before the capture and the output before every replay, and each replay
+// is checked against the float64 oracle with moe_case.h's tolerance. `first_step`, when given, is
+// the kernel the plan must start with.
+struct GraphReplay {
+  MoeProblem problem;
+  int64_t tokens = 1;
+  uint64_t layer_seed = 0;
+  uint64_t logits_seed = 0;
+  int replays = 3;
+  FusionControls fusions{};
+  std::string first_step{};
+};
+void expect_graph_replays_with_new_routing(const GraphReplay& g);
+
 // A compute capability 9.0 GPU (thread-block clusters of the sm_90a kernels).
 bool hopper();
 

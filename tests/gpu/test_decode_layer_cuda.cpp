@@ -184,48 +184,9 @@ TEST(DecodeLayerCuda, GraphReplaysWithNewRouting) {
   p.routing.method = RoutingMethod::kDeepSeekV3;
   p.routing.n_group = 8;
   p.routing.topk_group = 4;
-  const int64_t T = 4;
-  auto layer = make_random_layer(p, {.num_tokens = T, .seed = 61});
-  ASSERT_TRUE(layer.ok());
-  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
   FusionControls on;
   on.whole_layer = Switch::kOn;
-  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda, .fusions = on});
-  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
-  ASSERT_EQ(runner->plan(T, WeightTraits::of(gpu.weights)).steps.front().kernel, kDecode);
-  auto prepared = runner->prepare_weights(gpu.weights);
-  ASSERT_TRUE(prepared.ok());
-  const size_t bytes = *runner->workspace_size(gpu.inputs);
-  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
-  ASSERT_TRUE(ws.ok());
-  poison(ws->view());
-  cudaStream_t stream;
-  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
-  // Warm-up outside the capture: the plan for this T is built and cached on the first call.
-  ASSERT_TRUE(runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream}).ok());
-  cudaGraph_t graph;
-  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status captured = runner->run(*prepared, gpu.inputs, gpu.outputs, workspace, {stream});
-  MOEKIT_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(captured.ok()) << captured.to_string();
-  cudaGraphExec_t exec;
-  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (uint64_t replay = 0; replay < 4; ++replay) {
-    fill_uniform(layer->router_logits.view(), 3.0, 80 + replay, 1);  // new routing every replay
-    ASSERT_TRUE(copy_tensor(gpu.inputs.router_logits, layer->router_logits.view()).ok());
-    poison(gpu.outputs.out);
-    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
-    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
-    const MoeInputs host_in = layer->inputs();
-    const Errors e = measure(naive::run(p, layer->weights, host_in), to_doubles(gpu.outputs.out),
-                             naive::run(p, layer->weights, host_in, p.activation_dtype), p.activation_dtype);
-    EXPECT_EQ(e.non_finite, 0) << "replay " << replay;
-    EXPECT_LE(e.gpu, 2 * e.naive + 1e-6) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  expect_graph_replays_with_new_routing({.problem = p, .tokens = 4, .layer_seed = 61, .logits_seed = 80, .replays = 4, .fusions = on, .first_step = kDecode});
 }
 
 }  // namespace

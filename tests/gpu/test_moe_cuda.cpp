@@ -204,47 +204,7 @@ TEST(MoeCuda, GraphReplaysWithNewRouting) {
   p.routing.method = RoutingMethod::kDeepSeekV3;
   p.routing.n_group = 8;
   p.routing.topk_group = 4;
-  const int64_t T = 77;
-  auto layer = make_random_layer(p, {.num_tokens = T, .seed = 60});
-  ASSERT_TRUE(layer.ok());
-  const LayerCopy gpu = on_gpu(layer->weights, layer->inputs(), layer->outputs());
-  const MoeWeights& dw = gpu.weights;
-  const MoeInputs& din = gpu.inputs;
-  const MoeOutputs& dout = gpu.outputs;
-  auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
-  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
-  auto prepared = runner->prepare_weights(dw);
-  ASSERT_TRUE(prepared.ok());
-  const size_t bytes = *runner->workspace_size(din);
-  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(bytes)}, Device::cuda(0));
-  ASSERT_TRUE(ws.ok());
-  cudaStream_t stream;
-  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), bytes);
-  // Warm-up outside the capture: the plan for this T is built and cached on the first call.
-  ASSERT_TRUE(runner->run(*prepared, din, dout, workspace, {stream}).ok());
-  cudaGraph_t graph;
-  MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status captured = runner->run(*prepared, din, dout, workspace, {stream});
-  MOEKIT_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(captured.ok()) << captured.to_string();
-  cudaGraphExec_t exec;
-  MOEKIT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (uint64_t replay = 0; replay < 3; ++replay) {
-    fill_uniform(layer->router_logits.view(), 3.0, 70 + replay, 1);  // new routing every replay
-    ASSERT_TRUE(copy_tensor(din.router_logits, layer->router_logits.view()).ok());
-    poison(dout.out);
-    MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
-    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
-    const std::vector<double> got = to_doubles(dout.out);
-    const MoeInputs host_in = layer->inputs();
-    const Errors e = measure(naive::run(p, layer->weights, host_in), got, naive::run(p, layer->weights, host_in, p.activation_dtype), p.activation_dtype);
-    EXPECT_EQ(e.non_finite, 0) << "replay " << replay;
-    EXPECT_LE(e.gpu, 2 * e.naive + 1e-6) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  expect_graph_replays_with_new_routing({.problem = p, .tokens = 77, .layer_seed = 60, .logits_seed = 70, .replays = 3});
 }
 
 // ---- errors before any launch --------------------------------------------------------------------
