@@ -326,9 +326,8 @@ std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
 // gemm2's K split inside the decode layer: every split that leaves no rank without k tiles.
 KnobSpec decode_split_knob(const MoeProblem& p) {
   KnobSpec k{"decode.split", {}, std::to_string(decode_default_split(p.hidden, p.intermediate)), Stage::kGemm2};
-  const int64_t kt = (p.intermediate + 127) / 128;
   for (int split = 1; split <= kDecodeMaxSplit; split *= 2)
-    if (split_leaves_no_empty_rank(kt, split)) k.values.push_back(std::to_string(split));
+    if (decode_split_is_legal(p.intermediate, split)) k.values.push_back(std::to_string(split));
   return k;
 }
 

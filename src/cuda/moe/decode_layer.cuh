@@ -95,6 +95,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int last_s;
   constexpr int NT = S::NT, NB = S::NB, BW = S::BW, BK = S::BK;
+  static_assert(BK == kDecodeKTile, "the host's split rules (moe_launch.h) count k tiles of kDecodeKTile");
   const int tid = static_cast<int>(threadIdx.x);
   const int K = a.route.top_k;
   const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
@@ -126,9 +127,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
 #pragma unroll 1
   for (int pass = 0; pass < 2; ++pass) {
     const bool dry = pass == 0;
-    if (!dry) {
-      pdl_enter();
-    }
+    if (!dry) pdl_enter();
     // Loaded in one round trip; past the active experts they are unused.
     const int n_active = dry ? 1 << 30 : *s.n_active;
     const int e = dry ? 0 : s.expert_of_active[ai];

@@ -99,9 +99,13 @@ size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int
 }
 
 int decode_default_split(int64_t hidden, int64_t inter) {
-  const int64_t kt1 = ceil_div(hidden, 128), kt2 = ceil_div(inter, 128);
+  const int64_t kt1 = ceil_div(hidden, kDecodeKTile), kt2 = ceil_div(inter, kDecodeKTile);
   const int64_t split = std::clamp<int64_t>(kt2 / std::max<int64_t>(kt1, 1), 1, kDecodeMaxSplit);
   return static_cast<int>(split_without_empty_ranks(kt2, split));
+}
+
+bool decode_split_is_legal(int64_t inter, int split) {
+  return split >= 1 && split <= kDecodeMaxSplit && split_leaves_no_empty_rank(ceil_div(inter, kDecodeKTile), split);
 }
 
 Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
@@ -110,8 +114,7 @@ Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
   if (T > kDecodeMaxTokens || slots > kDecodeMaxSlots)
     return Status::Unsupported("decode layer: T=" + std::to_string(T) + ", T*K=" + std::to_string(slots) + " (at most " +
                                std::to_string(kDecodeMaxTokens) + " tokens and " + std::to_string(kDecodeMaxSlots) + " slots)");
-  const int64_t k_tiles2 = ceil_div(a.inter, 128);
-  if (a.split < 1 || a.split > kDecodeMaxSplit || !split_leaves_no_empty_rank(k_tiles2, a.split))
+  if (!decode_split_is_legal(a.inter, a.split))
     return Status::InvalidArgument("decode layer: split=" + std::to_string(a.split) + " leaves a rank without k tiles (I=" +
                                    std::to_string(a.inter) + ")");
   const DecodeLayout layout = decode_layout(T, a.route.top_k, a.hidden_size, a.split);

@@ -161,10 +161,10 @@ enum class GemmTile : uint8_t {
   kM128N128,
   kM128N256,
   kSm90M128N256,
+  kSm90M64N128,
   kStreamN8,
   kStreamN16,
   kStreamN32,
-  kSm90M64N128,
 };
 const char* gemm_tile_name(GemmTile t);
 int gemm_tile_block_m(GemmTile t);
@@ -268,6 +268,9 @@ struct DecodeLayerArgs {
 inline constexpr int64_t kDecodeMaxTokens = 32;
 inline constexpr int64_t kDecodeMaxSlots = 1024;
 inline constexpr int kDecodeMaxSplit = 8;
+// The k tile of the decode layer's GEMMs (the stream kernel's StreamShape::BK; decode_layer.cuh
+// checks that they agree): gemm2's split divides ceil(I / kDecodeKTile) k tiles.
+inline constexpr int64_t kDecodeKTile = 128;
 // K splits of k_tiles into ranks of ceil(k_tiles / split) tiles each (the stream tiles' cluster split
 // and the decode layer's gemm2 split): whether every rank gets some, and the split that results
 // when the tiles per rank, rounded up, decide how many ranks there are.
@@ -280,6 +283,9 @@ size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int
 // gemm2's K split the decode layer takes by default: about as many k tiles per gemm2 tile as a gemm1
 // tile streams (Mixtral's I = 14336 against H = 4096: 3), at most 8.
 int decode_default_split(int64_t hidden, int64_t inter);
+// Whether the decode layer takes gemm2 split `split` for intermediate size `inter`: 1..kDecodeMaxSplit,
+// every rank with some k tiles (the launcher's check and the tuning knob's values).
+bool decode_split_is_legal(int64_t inter, int split);
 Status launch_decode_layer(const DecodeLayerArgs& a, void* stream);
 
 }  // namespace moekit::cuda::moe
