@@ -2,7 +2,8 @@
 // stress the ordering rule: many exact ties (values drawn from a few levels, and bf16 logits),
 // NaN, -0.0 next to +0.0, -inf, and expert counts on both sides of every register-path width
 // (32, 64, 128, 256, 512) plus one above 512 (the shared-memory path). The ids must match exactly;
-// the weights within float rounding (both NaN where the reference gives NaN).
+// the weights within float rounding (both NaN where the reference gives NaN). T=1 runs the block
+// router (route_token_block), T = 5 and 77 the warp router.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -29,9 +30,12 @@ struct RouteCase {
   bool renormalize = true;
 };
 
+enum class OneRow { kMixed, kAllNan, kAllEqual };
+
 // Logits from a handful of levels so that equal scores are common, with NaN, signed zeros and
-// -inf sprinkled in at fixed rates.
-std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed) {
+// -inf sprinkled in at fixed rates. `one` picks what a single token's row holds (T=1 is the block
+// router's case, so it gets the all-NaN and all-equal rows that longer batches carry in rows 1, 2).
+std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed, OneRow one = OneRow::kMixed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> level(-3, 3), pick(0, 99);
   std::vector<float> v(static_cast<size_t>(T * E));
@@ -48,6 +52,8 @@ std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed) {
     for (int e = 0; e < E; ++e) v[static_cast<size_t>(E + e)] = std::numeric_limits<float>::quiet_NaN();
     for (int e = 0; e < E; ++e) v[static_cast<size_t>(2 * E + e)] = 1.0f;
   }
+  if (T == 1 && one != OneRow::kMixed)
+    for (int e = 0; e < E; ++e) v[static_cast<size_t>(e)] = one == OneRow::kAllNan ? std::numeric_limits<float>::quiet_NaN() : 1.0f;
   return v;
 }
 
@@ -59,10 +65,10 @@ T* to_device(const void* host, size_t bytes) {
   return static_cast<T*>(d);
 }
 
-void check_case(const RouteCase& c, int64_t T, uint64_t seed) {
-  SCOPED_TRACE(c.name + " T" + std::to_string(T));
+void check_case(const RouteCase& c, int64_t T, uint64_t seed, OneRow one = OneRow::kMixed) {
+  SCOPED_TRACE(c.name + " T" + std::to_string(T) + " one-row kind " + std::to_string(static_cast<int>(one)));
   const int E = c.experts, K = c.top_k;
-  const std::vector<float> logits = tie_heavy_logits(T, E, seed);
+  const std::vector<float> logits = tie_heavy_logits(T, E, seed, one);
   std::vector<uint16_t> logits_bf16(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) store_element(logits_bf16.data(), DType::kBF16, static_cast<int64_t>(i), logits[i]);
   std::vector<float> bias(static_cast<size_t>(E));
@@ -134,8 +140,11 @@ TEST(RoutingCuda, TiesNanAndSignedZerosMatchTheReferenceAtEveryWidth) {
     cases.push_back({"deepseek bf16 E" + std::to_string(E) + " K6 g8/2", E, 6, RoutingMethod::kDeepSeekV3, true, G, 2});
   }
   uint64_t seed = 1;
-  for (const RouteCase& c : cases)
+  for (const RouteCase& c : cases) {
     for (int64_t T : {1, 5, 77}) check_case(c, T, seed++);
+    check_case(c, 1, seed++, OneRow::kAllNan);
+    check_case(c, 1, seed++, OneRow::kAllEqual);
+  }
 }
 
 }  // namespace

@@ -89,11 +89,77 @@ __device__ __forceinline__ int block_arrive(int* counter) {
   return threadIdx.x == 0 ? atomicAdd(counter, 1) : -1;
 }
 
+// Self-routing (T*K <= kDecodeSelfRouteMaxSlots): every CTA of the layer kernel routes the tokens and
+// builds the plan itself, in shared memory, right after its PDL wait, instead of reading a plan that
+// another kernel wrote. That takes a kernel boundary (its drain, the release, one global round trip
+// for the plan) off the path between the logits and the first weight load; the routing is repeated
+// by every CTA, but it is a few microseconds done in parallel, not a few microseconds more in
+// sequence. Every CTA computes the same plan: the same routing bits (routing_device.cuh) and the
+// same sort as the plan kernel's.
+inline constexpr int kDecodeSelfRouteMaxSlots = 32;
+inline constexpr int kDecodeSelfRouteMaxTokens = 4;
+
+struct DecodeLocalPlan {
+  int n_active;
+  int expert_of_active[kDecodeSelfRouteMaxSlots];
+  int active_offsets[kDecodeSelfRouteMaxSlots + 1];
+  int slot_of_row[kDecodeSelfRouteMaxSlots];
+  int row_of_slot[kDecodeSelfRouteMaxSlots];
+  int sorted_expert[kDecodeSelfRouteMaxSlots];
+  int32_t ids[kDecodeSelfRouteMaxSlots];
+  float weights[kDecodeSelfRouteMaxSlots];
+};
+
+// Where the kernel reads the plan: the plan kernel's lists in global scratch, or this CTA's own.
+struct DecodePlanView {
+  const int* n_active;
+  const int* expert_of_active;
+  const int* active_offsets;
+  const int* slot_of_row;
+  const int* row_of_slot;
+  const int32_t* ids;
+  const float* weights;
+};
+
+// The plan of n <= 32 slots by warp 0, as decode_plan_kernel sorts it: rows grouped by local expert
+// in ascending order, slot order inside. Lane f holds slot f.
+__device__ __forceinline__ void warp_decode_plan(const DecodeLayerArgs& a, DecodeLocalPlan& p, int n, int lane) {
+  const int l = lane < n ? local_expert_of(p.ids[lane], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : -1;
+  const unsigned local_mask = __ballot_sync(0xFFFFFFFFu, l >= 0);
+  const int total = __popc(local_mask);
+  const uint32_t key = (static_cast<uint32_t>(l) << 5) | static_cast<uint32_t>(lane);
+  int rank = 0;
+  for (unsigned m = local_mask; m != 0; m &= m - 1) rank += __shfl_sync(0xFFFFFFFFu, key, __ffs(m) - 1) < key;
+  if (lane < n) p.row_of_slot[lane] = l >= 0 ? rank : -1;
+  if (l >= 0) {
+    p.slot_of_row[rank] = lane;
+    p.sorted_expert[rank] = l;
+  }
+  __syncwarp();
+  const int e = lane < total ? p.sorted_expert[lane] : -1;
+  const bool start = lane < total && (lane == 0 || p.sorted_expert[lane - 1] != e);
+  const unsigned starts = __ballot_sync(0xFFFFFFFFu, start);
+  if (start) {
+    const int idx = __popc(starts & ((1u << lane) - 1));
+    p.expert_of_active[idx] = e;
+    p.active_offsets[idx] = lane;
+  }
+  if (lane == 0) {
+    p.n_active = __popc(starts);
+    p.active_offsets[__popc(starts)] = total;
+  }
+}
+
 template <typename T, class S>
 __global__ void __launch_bounds__(S::kThreads, 2)
-    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1) {
+    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1, bool self_route) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int last_s;
+  __shared__ DecodeLocalPlan local;
+  const DecodePlanView plan = self_route ? DecodePlanView{&local.n_active, local.expert_of_active, local.active_offsets, local.slot_of_row,
+                                                          local.row_of_slot, local.ids, local.weights}
+                                         : DecodePlanView{s.n_active, s.expert_of_active, s.active_offsets, s.slot_of_row, s.row_of_slot,
+                                                          a.topk_ids, a.topk_weights};
   constexpr int NT = S::NT, NB = S::NB, BW = S::BW, BK = S::BK;
   static_assert(BK == kDecodeKTile, "the host's split rules (moe_launch.h) count k tiles of kDecodeKTile");
   const int tid = static_cast<int>(threadIdx.x);
@@ -124,14 +190,33 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   // bounds, nothing is read) while the plan kernel still runs: at decode, the first execution of
   // this code is bound by instruction fetch (measured on the H200: 7.5 us from the wait to the first
   // weight load when cold), and pass 1 then finds it in the instruction cache. Pass 1 is the tile.
+  // Self-routing skips pass 0: the kernel before it only zeroes counters, so there is no time to hide
+  // a dry pass under.
 #pragma unroll 1
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = self_route ? 1 : 0; pass < 2; ++pass) {
     const bool dry = pass == 0;
-    if (!dry) pdl_enter();
+    if (!dry) {
+      pdl_enter();
+      if (self_route) {
+        // The routing's scratch is the pipeline's shared memory, unused until the first weight load.
+        if (a.route_on_device) {
+          for (int64_t t = 0; t < a.route.tokens; ++t)
+            route_token_block(a.route, t, smem, local.ids + t * K, local.weights + t * K, blockIdx.x == 0);
+        } else {
+          for (int64_t f = tid; f < slots; f += blockDim.x) {
+            local.ids[f] = a.topk_ids[f];
+            local.weights[f] = a.topk_weights[f];
+          }
+          __syncthreads();
+        }
+        if (tid < 32) warp_decode_plan(a, local, static_cast<int>(slots), tid);
+        __syncthreads();
+      }
+    }
     // Loaded in one round trip; past the active experts they are unused.
-    const int n_active = dry ? 1 << 30 : *s.n_active;
-    const int e = dry ? 0 : s.expert_of_active[ai];
-    const int begin = dry ? 0 : s.active_offsets[ai], end = dry ? 1 : s.active_offsets[ai + 1];
+    const int n_active = dry ? 1 << 30 : *plan.n_active;
+    const int e = dry ? 0 : plan.expert_of_active[ai];
+    const int begin = dry ? 0 : plan.active_offsets[ai], end = dry ? 1 : plan.active_offsets[ai + 1];
     if (ai >= n_active) {
       // No local expert was hit at all: the output is zeros (one CTA per column block writes them).
       const int64_t out_rows = a.no_combine ? slots : a.route.tokens;
@@ -154,7 +239,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
         __syncthreads();
         src.set_rows(rows, [&](int r) {
           if (dry) return X;
-          return first ? X + static_cast<int64_t>(s.slot_of_row[row0 + r] / K) * H : X + static_cast<int64_t>(row0 + r) * I;
+          return first ? X + static_cast<int64_t>(plan.slot_of_row[row0 + r] / K) * H : X + static_cast<int64_t>(row0 + r) * I;
         });
       });
       __syncthreads();  // the pipeline's shared memory is reused next
@@ -182,7 +267,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     return;
   }
   const int before = block_arrive(s.done2 + tile_n);
-  if (tid == 0) last_s = before == *s.n_active * split - 1;
+  if (tid == 0) last_s = before == *plan.n_active * split - 1;
   __syncthreads();
   if (!last_s) return;
   __threadfence();
@@ -198,9 +283,9 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   float* factor = reinterpret_cast<float*>(slot_row + kDecodeMaxSlots);
   int* bias_row = reinterpret_cast<int*>(factor + kDecodeMaxSlots);
   for (int64_t slot = tid; slot < slots; slot += blockDim.x) {
-    slot_row[slot] = s.row_of_slot[slot];
-    factor[slot] = a.scale * a.topk_weights[slot];
-    bias_row[slot] = a.w2_bias ? local_expert_of(a.topk_ids[slot], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : 0;
+    slot_row[slot] = plan.row_of_slot[slot];
+    factor[slot] = a.scale * plan.weights[slot];
+    bias_row[slot] = a.w2_bias ? local_expert_of(plan.ids[slot], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : 0;
   }
   __syncthreads();
   const float* part = s.partial;

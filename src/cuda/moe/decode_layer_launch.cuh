@@ -14,7 +14,7 @@
 namespace moekit::cuda::moe {
 
 template <typename T, class S>
-Status launch_decode_gemms_shape(const DecodeLayerArgs& a, const DecodeScratch& s, void* stream) {
+Status launch_decode_gemms_shape(const DecodeLayerArgs& a, const DecodeScratch& s, bool self_route, void* stream) {
   const int64_t slots = a.route.tokens * a.route.top_k;
   const int64_t max_active = std::min<int64_t>(slots, a.local_experts);
   const int64_t n1_tiles = a.gated ? ceil_div(a.inter, S::BW / 2) : ceil_div(a.inter, S::BW);
@@ -26,16 +26,16 @@ Status launch_decode_gemms_shape(const DecodeLayerArgs& a, const DecodeScratch& 
   auto kernel = decode_layer_kernel<T, S>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, S::kPipelineBytes));
   const LaunchShape shape{dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), S::kPipelineBytes};
-  return launch_kernel("decode_layer_kernel", kernel, shape, stream, a, s, n1_tiles, n2_tiles, items1);
+  return launch_kernel("decode_layer_kernel", kernel, shape, stream, a, s, n1_tiles, n2_tiles, items1, self_route);
 }
 
 // Rows per CTA: a token reaches an expert at most once, so an expert has at most T rows.
 template <typename T>
-Status launch_decode_gemms_typed(const DecodeLayerArgs& a, const DecodeScratch& s, void* stream) {
+Status launch_decode_gemms_typed(const DecodeLayerArgs& a, const DecodeScratch& s, bool self_route, void* stream) {
   const int64_t T_ = a.route.tokens;
-  if (T_ <= 8) return launch_decode_gemms_shape<T, StreamShape<8>>(a, s, stream);
-  if (T_ <= 16) return launch_decode_gemms_shape<T, StreamShape<16>>(a, s, stream);
-  return launch_decode_gemms_shape<T, StreamShape<32>>(a, s, stream);
+  if (T_ <= 8) return launch_decode_gemms_shape<T, StreamShape<8>>(a, s, self_route, stream);
+  if (T_ <= 16) return launch_decode_gemms_shape<T, StreamShape<16>>(a, s, self_route, stream);
+  return launch_decode_gemms_shape<T, StreamShape<32>>(a, s, self_route, stream);
 }
 
 }  // namespace moekit::cuda::moe
