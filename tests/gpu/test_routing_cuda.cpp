@@ -2,8 +2,7 @@
 // stress the ordering rule: many exact ties (values drawn from a few levels, and bf16 logits),
 // NaN, -0.0 next to +0.0, -inf, and expert counts on both sides of every register-path width
 // (32, 64, 128, 256, 512) plus one above 512 (the shared-memory path). The ids must match exactly;
-// the weights within float rounding (both NaN where the reference gives NaN). T=1 runs the block
-// router (route_token_block), T = 5 and 77 the warp router.
+// the weights within float rounding (both NaN where the reference gives NaN).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -33,8 +32,8 @@ struct RouteCase {
 enum class OneRow { kMixed, kAllNan, kAllEqual };
 
 // Logits from a handful of levels so that equal scores are common, with NaN, signed zeros and
-// -inf sprinkled in at fixed rates. `one` picks what a single token's row holds (T=1 is the block
-// router's case, so it gets the all-NaN and all-equal rows that longer batches carry in rows 1, 2).
+// -inf sprinkled in at fixed rates. `one` picks what a single token's row holds (decode's case, so it
+// gets the all-NaN and all-equal rows that longer batches carry in rows 1 and 2).
 std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed, OneRow one = OneRow::kMixed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> level(-3, 3), pick(0, 99);

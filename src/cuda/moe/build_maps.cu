@@ -6,8 +6,7 @@
 //   single CTA  T*K <= 4096: one block sorts (expert << bits | flat) keys, which are unique, so the
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
-//   fused       the same block (or warp) routes the tokens first (a warp per token; one token by the
-//               whole block), for T <= 32.
+//   fused       the same block (or warp) routes the tokens first (a warp per token), for T <= 32.
 //   scalable    CUB's device radix sort (stable) of expert ids and a device scan, for any size.
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -69,7 +68,6 @@ __device__ __forceinline__ int64_t lower_bound(const Key* keys, int64_t n, Key v
 // ---- one warp --------------------------------------------------------------------------------------
 constexpr int kWarpMapsMaxRows = 32;
 constexpr int kSmallRouteMaxWarps = 8;  // the fused one-warp-maps kernel routes with up to 8 warps
-constexpr int kBlockRouteWarps = 4;     // and one token with 4 warps together (an expert or a few per thread)
 
 // The maps for n = T*K <= 32 rows, by one warp: lane f holds flat index f = t*K + k. Keys order as
 // the block path's (local expert, f), so the result is the same bit for bit. `sorted_expert` is 32
@@ -108,22 +106,14 @@ __global__ void __launch_bounds__(32) warp_maps_kernel(TopkMapsArgs a) {
   warp_topk_maps(a, sorted_expert, static_cast<int>(threadIdx.x));
 }
 
-// Routing by up to kSmallRouteMaxWarps warps (tokens round robin), or for one token by the whole
-// block (route_token_block: no chain of K selection rounds), then warp 0 builds the maps.
-__global__ void __launch_bounds__(32 * kSmallRouteMaxWarps) route_warp_maps_kernel(RouteArgs r, TopkMapsArgs a, int route_warps, size_t per_warp,
-                                                                                   bool block_route) {
+// Routing by up to kSmallRouteMaxWarps warps (tokens round robin), then warp 0 builds the maps.
+__global__ void __launch_bounds__(32 * kSmallRouteMaxWarps) route_warp_maps_kernel(RouteArgs r, TopkMapsArgs a, int route_warps, size_t per_warp) {
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int sorted_expert[kWarpMapsMaxRows];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (block_route) {
-    // The ids and weights go to global memory for the maps below (the barrier at the router's end
-    // makes them visible to warp 0) and for the caller; the shared copies are not needed.
-    route_token_block(r, 0, smem, sorted_expert, reinterpret_cast<float*>(smem + route_block_smem(r.experts, r.n_group, r.top_k)), true);
-  } else {
-    for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
-    if (route_warps > 1) __syncthreads();  // warp 0 reads the other warps' ids (global stores, visible after the barrier)
-  }
+  for (int64_t t = warp; t < r.tokens; t += route_warps) route_token_warp(r, t, smem + warp * per_warp, lane);
+  if (route_warps > 1) __syncthreads();  // warp 0 reads the other warps' ids (global stores, visible after the barrier)
   if (warp == 0) warp_topk_maps(a, sorted_expert, lane);
 }
 
@@ -397,19 +387,12 @@ Status launch_route_and_maps(const RouteArgs& route, const TopkMapsArgs& a, void
   if (a.tokens == 0) return launch_topk_maps(a, stream);
   const size_t per_warp = (route_smem_per_warp(route.experts, route.n_group) + 15) / 16 * 16;
   const size_t limit = static_cast<size_t>(max_smem_optin());
-  // One token: the whole block routes it (K <= 32 here, so its ids fit sorted_expert as scratch).
-  const size_t block_smem = route_block_smem(route.experts, route.n_group, route.top_k) + 4 * static_cast<size_t>(route.top_k);
-  if (a.tokens == 1 && n <= kWarpMapsMaxRows && block_smem <= limit) {
-    MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_warp_maps_kernel, block_smem));
-    return launch_kernel("route_warp_maps_kernel", route_warp_maps_kernel, {dim3(1), dim3(32 * kBlockRouteWarps), block_smem}, as_stream(stream),
-                         route, a, 1, size_t{0}, true);
-  }
   if (n <= kWarpMapsMaxRows && per_warp <= limit) {
     const int route_warps = static_cast<int>(std::min<int64_t>({int64_t{kSmallRouteMaxWarps}, a.tokens, static_cast<int64_t>(limit / per_warp)}));
     const size_t smem = per_warp * route_warps;
     MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_warp_maps_kernel, smem));
     return launch_kernel("route_warp_maps_kernel", route_warp_maps_kernel, {dim3(1), dim3(32 * route_warps), smem}, as_stream(stream), route, a,
-                         route_warps, per_warp, false);
+                         route_warps, per_warp);
   }
   const int route_warps = static_cast<int>(std::min<int64_t>({int64_t{kMapsThreads / 32}, a.tokens, static_cast<int64_t>(limit / per_warp)}));
   if (route_warps < 1) {  // one token's scores do not fit next to nothing: two launches instead

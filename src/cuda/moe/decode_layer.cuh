@@ -40,10 +40,11 @@ namespace moekit::cuda::moe {
 struct DecodeLayout {
   int64_t slots, col_blocks, split, hidden;
   // counters: done1[slots] (gemm1 tiles done per active expert), done2[col_blocks] (gemm2 tiles
-  // done per 64-column block)
-  __host__ __device__ int64_t counters() const { return slots + col_blocks; }
+  // done per 64-column block), plan_ready (self-routing: CTA 0 has published its plan)
+  __host__ __device__ int64_t counters() const { return slots + col_blocks + 1; }
   __host__ __device__ int64_t done1() const { return 0; }
   __host__ __device__ int64_t done2() const { return slots; }
+  __host__ __device__ int64_t plan_ready() const { return slots + col_blocks; }
   __host__ __device__ int64_t n_active() const { return counters(); }  // one word
   __host__ __device__ int64_t expert_of_active() const { return n_active() + 1; }  // [slots]
   __host__ __device__ int64_t active_offsets() const { return expert_of_active() + slots; }  // [slots + 1]
@@ -60,6 +61,7 @@ __host__ __device__ inline DecodeLayout decode_layout(int64_t tokens, int top_k,
 struct DecodeScratch {
   int* done1;  // the first counter: counter_words ints from here are zeroed by the plan kernel
   int* done2;
+  int* plan_ready;
   int* n_active;
   int* expert_of_active;
   int* active_offsets;
@@ -70,7 +72,7 @@ struct DecodeScratch {
 
   __host__ __device__ static DecodeScratch carve(void* base, const DecodeLayout& l) {
     int* w = static_cast<int*>(base);
-    return {w + l.done1(), w + l.done2(), w + l.n_active(), w + l.expert_of_active(), w + l.active_offsets(),
+    return {w + l.done1(), w + l.done2(), w + l.plan_ready(), w + l.n_active(), w + l.expert_of_active(), w + l.active_offsets(),
             w + l.slot_of_row(), w + l.row_of_slot(), reinterpret_cast<float*>(w + l.partial()), l.counters()};
   }
 };
@@ -89,13 +91,13 @@ __device__ __forceinline__ int block_arrive(int* counter) {
   return threadIdx.x == 0 ? atomicAdd(counter, 1) : -1;
 }
 
-// Self-routing (T*K <= kDecodeSelfRouteMaxSlots): every CTA of the layer kernel routes the tokens and
-// builds the plan itself, in shared memory, right after its PDL wait, instead of reading a plan that
-// another kernel wrote. That takes a kernel boundary (its drain, the release, one global round trip
-// for the plan) off the path between the logits and the first weight load; the routing is repeated
-// by every CTA, but it is a few microseconds done in parallel, not a few microseconds more in
-// sequence. Every CTA computes the same plan: the same routing bits (routing_device.cuh) and the
-// same sort as the plan kernel's.
+// Self-routing (T*K <= kDecodeSelfRouteMaxSlots): the CTAs of the layer kernel's first wave route the
+// tokens and build the plan themselves, in shared memory, right after their PDL wait, instead of
+// reading a plan that another kernel wrote. That takes a kernel boundary (its drain, the release,
+// one global round trip for the plan) off the path between the logits and the first weight load.
+// Every one of them computes the same plan: the same router (routing_device.cuh, a warp per token,
+// T <= 4 tokens at once on the CTA's four warps) and the same sort as the plan kernel's. CTA 0 also publishes it (the plan kernel's lists, then plan_ready); the
+// CTAs of later waves, which start only as first-wave CTAs leave, read it instead of routing again.
 inline constexpr int kDecodeSelfRouteMaxSlots = 32;
 inline constexpr int kDecodeSelfRouteMaxTokens = 4;
 
@@ -152,16 +154,19 @@ __device__ __forceinline__ void warp_decode_plan(const DecodeLayerArgs& a, Decod
 
 template <typename T, class S>
 __global__ void __launch_bounds__(S::kThreads, 2)
-    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1, bool self_route) {
+    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1, int64_t route_ctas,
+                        int64_t route_scratch) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int last_s;
   __shared__ DecodeLocalPlan local;
+  const bool self_route = blockIdx.x < route_ctas;  // route_ctas 0: the plan kernel routed
   const DecodePlanView plan = self_route ? DecodePlanView{&local.n_active, local.expert_of_active, local.active_offsets, local.slot_of_row,
                                                           local.row_of_slot, local.ids, local.weights}
                                          : DecodePlanView{s.n_active, s.expert_of_active, s.active_offsets, s.slot_of_row, s.row_of_slot,
                                                           a.topk_ids, a.topk_weights};
   constexpr int NT = S::NT, NB = S::NB, BW = S::BW, BK = S::BK;
   static_assert(BK == kDecodeKTile, "the host's split rules (moe_launch.h) count k tiles of kDecodeKTile");
+  static_assert(kDecodeSelfRouteMaxTokens <= S::kWarps, "self-routing takes a warp per token");
   const int tid = static_cast<int>(threadIdx.x);
   const int K = a.route.top_k;
   const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
@@ -190,18 +195,25 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   // bounds, nothing is read) while the plan kernel still runs: at decode, the first execution of
   // this code is bound by instruction fetch (measured on the H200: 7.5 us from the wait to the first
   // weight load when cold), and pass 1 then finds it in the instruction cache. Pass 1 is the tile.
-  // Self-routing skips pass 0: the kernel before it only zeroes counters, so there is no time to hide
-  // a dry pass under.
+  // Without the plan kernel there is no pass 0: the kernel before this one only zeroes counters, so
+  // there is no time to hide a dry pass under.
 #pragma unroll 1
-  for (int pass = self_route ? 1 : 0; pass < 2; ++pass) {
+  for (int pass = route_ctas > 0 ? 1 : 0; pass < 2; ++pass) {
     const bool dry = pass == 0;
     if (!dry) {
       pdl_enter();
       if (self_route) {
-        // The routing's scratch is the pipeline's shared memory, unused until the first weight load.
+        // A warp per token (T <= 4 warps), the ids and weights into this CTA's plan; the routing's
+        // scratch is the pipeline's shared memory, unused until the first weight load.
         if (a.route_on_device) {
-          for (int64_t t = 0; t < a.route.tokens; ++t)
-            route_token_block(a.route, t, smem, local.ids + t * K, local.weights + t * K, blockIdx.x == 0);
+          RouteArgs r = a.route;
+          r.topk_ids = local.ids;  // generic pointers to shared memory
+          r.topk_weights = local.weights;
+          r.copy_ids = nullptr;
+          r.copy_weights = nullptr;
+          const int warp = tid / 32;
+          if (warp < r.tokens) route_token_warp(r, warp, smem + warp * route_scratch, tid % 32);
+          __syncthreads();
         } else {
           for (int64_t f = tid; f < slots; f += blockDim.x) {
             local.ids[f] = a.topk_ids[f];
@@ -210,6 +222,31 @@ __global__ void __launch_bounds__(S::kThreads, 2)
           __syncthreads();
         }
         if (tid < 32) warp_decode_plan(a, local, static_cast<int>(slots), tid);
+        __syncthreads();
+        if (blockIdx.x == 0) {
+          // CTA 0 publishes the ids, the weights and the plan, for the caller and the later waves.
+          if (tid == 0) *s.n_active = local.n_active;
+          if (a.route_on_device)
+            for (int64_t f = tid; f < slots; f += blockDim.x) {
+              a.route.topk_ids[f] = local.ids[f];
+              a.route.topk_weights[f] = local.weights[f];
+              if (a.route.copy_ids) a.route.copy_ids[f] = local.ids[f];
+              if (a.route.copy_weights) a.route.copy_weights[f] = local.weights[f];
+            }
+          for (int i = tid; i <= local.n_active; i += blockDim.x) {
+            if (i < local.n_active) s.expert_of_active[i] = local.expert_of_active[i];
+            s.active_offsets[i] = local.active_offsets[i];
+          }
+          for (int64_t f = tid; f < slots; f += blockDim.x) {
+            s.row_of_slot[f] = local.row_of_slot[f];
+            if (f < local.active_offsets[local.n_active]) s.slot_of_row[f] = local.slot_of_row[f];
+          }
+          block_arrive(s.plan_ready);
+        }
+      } else if (route_ctas > 0) {
+        // A later wave: CTA 0 (which started first) has published the plan, or soon will.
+        if (tid == 0)
+          while (load_acquire(s.plan_ready) == 0) __nanosleep(32);
         __syncthreads();
       }
     }

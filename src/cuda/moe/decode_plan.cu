@@ -102,12 +102,13 @@ __global__ void __launch_bounds__(32) decode_reset_kernel(DecodeScratch s) {
   for (int64_t i = threadIdx.x; i < s.counter_words; i += 32) s.done1[i] = 0;
 }
 
-// Whether the layer kernel routes for itself (decode_layer.cuh): few tokens and slots, and the block
-// router's scratch fits the smallest pipeline it overlays.
+// Whether the layer kernel routes for itself (decode_layer.cuh): few tokens and slots, and a warp's
+// routing scratch per token fits the smallest pipeline it overlays.
 bool decode_self_routes(const DecodeLayerArgs& a) {
   const int64_t T = a.route.tokens, slots = T * a.route.top_k;
   if (T > kDecodeSelfRouteMaxTokens || slots > kDecodeSelfRouteMaxSlots) return false;
-  return !a.route_on_device || route_block_smem(a.route.experts, a.route.n_group, a.route.top_k) <= StreamShape<8>::kPipelineBytes;
+  const size_t per_warp = (route_smem_per_warp(a.route.experts, a.route.n_group) + 15) / 16 * 16;
+  return !a.route_on_device || per_warp * static_cast<size_t>(T) <= StreamShape<8>::kPipelineBytes;
 }
 
 }  // namespace

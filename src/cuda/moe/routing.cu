@@ -1,5 +1,4 @@
-// The routing kernels: a warp per token (routing_device.cuh), a few warps per block; one token (decode)
-// by a whole block (route_token_block), which shortens the chain from the logits to the ids.
+// The routing kernel: a warp per token (routing_device.cuh), a few warps per block.
 #include <algorithm>
 
 #include <string>
@@ -24,16 +23,6 @@ __global__ void route_kernel(RouteArgs a, int warps, size_t per_warp) {
   route_token_warp(a, t, smem + warp * per_warp, lane);
 }
 
-constexpr int kBlockRouteThreads = 128;
-
-__global__ void __launch_bounds__(kBlockRouteThreads) route_block_kernel(RouteArgs a) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  pdl_enter();
-  const size_t scratch = route_block_smem(a.experts, a.n_group, a.top_k);
-  int* chosen = reinterpret_cast<int*>(smem + scratch);
-  route_token_block(a, 0, smem, chosen, reinterpret_cast<float*>(chosen + a.top_k), true);
-}
-
 }  // namespace
 
 size_t route_warp_smem_bytes(int experts, int n_group) { return route_smem_per_warp(experts, n_group); }
@@ -50,11 +39,6 @@ Status check_route_fits(int experts, int n_group, int64_t smem_per_block) {
 Status launch_route(const RouteArgs& a, void* stream) {
   if (a.tokens == 0) return Status::Ok();
   MOEKIT_RETURN_IF_ERROR(check_route_fits(a.experts, a.n_group, max_smem_optin()));
-  const size_t block_smem = route_block_smem(a.experts, a.n_group, a.top_k) + 8 * static_cast<size_t>(a.top_k);
-  if (a.tokens == 1 && block_smem <= static_cast<size_t>(max_smem_optin())) {
-    MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_block_kernel, block_smem));
-    return launch_kernel("route_block_kernel", route_block_kernel, {dim3(1), dim3(kBlockRouteThreads), block_smem}, stream, a);
-  }
   const size_t per_warp = route_smem_per_warp(a.experts, a.n_group);
   const int warps = per_warp > kDefaultSmem ? 1 : static_cast<int>(std::min<size_t>(kMaxRouteWarps, kDefaultSmem / per_warp));
   const size_t smem = per_warp * warps;

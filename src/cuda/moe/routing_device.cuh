@@ -146,28 +146,6 @@ __device__ __forceinline__ void warp_select(const double* s, uint8_t* flag, int 
   warp_select_smem(s, flag, n, k, chosen, lane);
 }
 
-// The softmax's largest logit and its denominator, each computed by one warp in one fixed order:
-// lane l takes v[l], v[l + 32], ... in turn, then a butterfly over the lanes (which gives every lane
-// the same bits: each step adds the same two numbers). The warp and the block routers both call
-// these, so both give the same weights bit for bit. Every warp of a block may call them redundantly
-// instead of broadcasting one warp's result through a barrier.
-__device__ __forceinline__ double warp_max(const double* v, int n, int lane) {
-  double m = -INFINITY;
-  for (int i = lane; i < n; i += 32)
-    if (v[i] > m) m = v[i];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) m = fmax(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-  return m;
-}
-__device__ __forceinline__ double softmax_denominator(const double* v, int n, int lane) {
-  double sum = 0.0;
-#pragma unroll 1
-  for (int i = lane; i < n; i += 32) sum += v[i];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
-  return sum;
-}
-
 // Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned).
 __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane) {
   const int E = a.experts, K = a.top_k, G = a.n_group;
@@ -196,11 +174,16 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   __syncwarp();
   switch (method) {
     case RoutingMethod::kSoftmaxTopK: {
-      const double m = warp_max(score, E, lane);
+      double m = -INFINITY;
+      for (int i = lane; i < E; i += 32)
+        if (score[i] > m) m = score[i];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) m = fmax(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+      double sum = 0.0;
 #pragma unroll 1
-      for (int i = lane; i < E; i += 32) score[i] = exp(score[i] - m);
-      __syncwarp();
-      const double sum = softmax_denominator(score, E, lane);
+      for (int i = lane; i < E; i += 32) sum += (score[i] = exp(score[i] - m));
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
 #pragma unroll 1
       for (int i = lane; i < E; i += 32) score[i] /= sum;
       __syncwarp();
@@ -287,127 +270,6 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
     if (a.copy_weights) a.copy_weights[t * K + j] = w;
   }
   __syncwarp();
-}
-
-// ---- one token routed by a whole CTA ---------------------------------------------------------------
-// For decode at one token, where the warp router's chain (E/32 exps and divisions per lane, K rounds of
-// warp reductions) is the latency between the logits and the first weight load. Here each thread
-// takes an expert (E / blockDim.x of them), and the top K come from counting: an expert's place is
-// the number of experts ranked before it by rank_key (ties to the lower id), so there is no chain of
-// K rounds. Same order, same arithmetic and the same sums as route_token_warp: the same ids and the
-// same weights bit for bit. blockDim.x must be a multiple of 32; every thread of the CTA calls it.
-
-// The shared memory route_token_block takes: score[E], aux[E] (doubles), key[E] (64-bit), the group
-// keys and picks, and wsel[K].
-__host__ __device__ inline size_t route_block_smem(int experts, int n_group, int top_k) {
-  return (3 * static_cast<size_t>(experts) + static_cast<size_t>(n_group) + static_cast<size_t>(top_k)) * 8 +
-         2 * static_cast<size_t>(n_group) * 4 + 16;
-}
-
-// The place of key[i] among key[0, n): how many keys rank before it. Stops counting at `enough`.
-__device__ __forceinline__ int block_rank(const uint64_t* key, int n, int i, int enough) {
-  const uint64_t mine = key[i];
-  int r = 0;
-#pragma unroll 1
-  for (int j0 = 0; j0 < n && r < enough; j0 += 8) {
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const int j = j0 + u;
-      if (j < n) r += key[j] > mine || (key[j] == mine && j < i);
-    }
-  }
-  return r;
-}
-
-// Routes token t with the whole CTA: chosen[K] (ids, -1 when fewer than K are eligible) and
-// weight[K] in shared memory, both valid after the call's final barrier. When `to_global` the
-// ids and weights also go where route_token_warp writes them.
-__device__ inline void route_token_block(const RouteArgs& a, int64_t t, unsigned char* smem, int* chosen, float* weight, bool to_global) {
-  const int E = a.experts, K = a.top_k, G = a.n_group;
-  const int tid = static_cast<int>(threadIdx.x), nth = static_cast<int>(blockDim.x), lane = tid % 32;
-  const auto method = static_cast<RoutingMethod>(a.method);
-  double* score = reinterpret_cast<double*>(smem);
-  double* aux = score + E;
-  uint64_t* key = reinterpret_cast<uint64_t*>(aux + E);
-  uint64_t* gkey = key + E;
-  double* wsel = reinterpret_cast<double*>(gkey + G);
-  int* gpick = reinterpret_cast<int*>(wsel + K);  // [G][2]: each group's best and second
-
-  for (int j = tid; j < K; j += nth) chosen[j] = -1;
-#pragma unroll 1
-  for (int i = tid; i < E; i += nth) {
-    const double x = load_as_double(a.logits, a.logits_type, t * E + i);
-    if (method == RoutingMethod::kDeepSeekV3) {
-      const double sg = sigmoid_d(x);
-      aux[i] = sg;
-      score[i] = sg + load_as_double(a.bias, a.bias_type, i);
-    } else {
-      score[i] = x;
-    }
-  }
-  __syncthreads();
-  if (method == RoutingMethod::kSoftmaxTopK) {
-    const double m = warp_max(score, E, lane);
-#pragma unroll 1
-    for (int i = tid; i < E; i += nth) score[i] = exp(score[i] - m);
-    __syncthreads();
-    const double sum = softmax_denominator(score, E, lane);
-    __syncthreads();  // every warp has read the exps before they become probabilities
-#pragma unroll 1
-    for (int i = tid; i < E; i += nth) score[i] /= sum;
-  }
-  for (int i = tid; i < E; i += nth) key[i] = rank_key(score[i]);
-  __syncthreads();
-  if (method == RoutingMethod::kDeepSeekV3) {
-    // Each group's best two by the same order (per_group keys counted per expert), the group score
-    // as the reference adds it, the kept groups by their rank, then the others' experts barred.
-    const int per_group = E / G;
-    for (int i = tid; i < E; i += nth) {
-      const int g = i / per_group;
-      const int r = block_rank(key + g * per_group, per_group, i - g * per_group, 2);
-      if (r < 2) gpick[2 * g + r] = i;
-    }
-    __syncthreads();
-    for (int g = tid; g < G; g += nth) {
-      const int best = gpick[2 * g], second = per_group > 1 ? gpick[2 * g + 1] : -1;
-      gkey[g] = rank_key(score[best] + (second >= 0 ? score[second] : 0.0));
-    }
-    __syncthreads();
-    for (int i = tid; i < E; i += nth)
-      if (block_rank(gkey, G, i / per_group, a.topk_group) >= a.topk_group) key[i] = 0;
-    __syncthreads();
-  }
-  for (int i = tid; i < E; i += nth) {
-    if (key[i] == 0) continue;  // not eligible
-    const int r = block_rank(key, E, i, K);
-    if (r < K) chosen[r] = i;
-  }
-  __syncthreads();
-  // The weights as route_token_warp computes them (the sum in slot order).
-  for (int j = tid; j < K; j += nth) {
-    const int c = chosen[j];
-    double w = c >= 0 ? score[c] : 0.0;
-    if (c >= 0 && method == RoutingMethod::kTopKSoftmax) w = exp(score[c] - score[chosen[0]]);
-    if (c >= 0 && method == RoutingMethod::kDeepSeekV3) w = aux[c];
-    if (c >= 0 && method == RoutingMethod::kLlama4) w = sigmoid_d(score[c]);
-    wsel[j] = w;
-  }
-  __syncthreads();
-  const bool divide = method == RoutingMethod::kTopKSoftmax || a.renormalize;
-  for (int j = tid; j < K; j += nth) {
-    double sum = 0.0;
-    if (divide)
-      for (int q = 0; q < K; ++q) sum += wsel[q];
-    const float w = static_cast<float>(divide ? wsel[j] / sum : wsel[j]);
-    weight[j] = w;
-    if (to_global) {
-      a.topk_ids[t * K + j] = chosen[j];
-      a.topk_weights[t * K + j] = w;
-      if (a.copy_ids) a.copy_ids[t * K + j] = chosen[j];
-      if (a.copy_weights) a.copy_weights[t * K + j] = w;
-    }
-  }
-  __syncthreads();
 }
 
 }  // namespace moekit::cuda::moe
