@@ -7,7 +7,9 @@
 // padded shared-memory layout, 5 stages in flight. Modes:
 //   cp.async rows    16-byte cp.async.cg per thread (128 threads), the stream kernel's loads
 //   cp.async linear  the same bytes per stage, but the stage is 16 KB of consecutive addresses
+//   cp.async evict1st  cp.async rows with the stream kernel's L2 evict-first cache hint
 //   bulk rows        cp.async.bulk (the TMA's 1-D copy): 64 copies of 256 bytes per stage, mbarrier
+//   bulk 2KB         the same 16 KB stage as 8 consecutive copies of 2 KB (the cost of one copy)
 //   bulk linear      one 16 KB cp.async.bulk per stage
 // Time is taken on the GPU (%globaltimer at each CTA's start and end; span = last end - first
 // start), so launch overhead is not in it. Each launch reads a fresh slice of a 4 GB buffer, so
@@ -35,8 +37,9 @@ constexpr int kPitch = kChunk + 16;                  // padded row, as the strea
 constexpr int kStageBytes = kRows * kPitch;          // 17408
 constexpr int kSmem = kStages * kStageBytes + 64;    // + mbarriers
 
-enum Mode { kCpAsyncRows, kCpAsyncLinear, kBulkRows, kBulkLinear, kModes };
-const char* kNames[] = {"cp.async rows", "cp.async linear", "bulk rows", "bulk linear"};
+enum Mode { kCpAsyncRows, kCpAsyncLinear, kCpAsyncEvictFirst, kBulkRows, kBulk2K, kBulkLinear, kModes };
+const char* kNames[] = {"cp.async rows", "cp.async linear", "cp.async evict1st", "bulk rows", "bulk 2KB", "bulk linear"};
+__host__ __device__ constexpr bool is_cp_async(int m) { return m <= kCpAsyncEvictFirst; }
 
 __device__ __forceinline__ uint64_t now() {
   uint64_t t;
@@ -68,18 +71,23 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const unsigned char* b
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
   const int tid = threadIdx.x;
   const uint64_t t0 = now();
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   const unsigned char* tile = base + static_cast<int64_t>(blockIdx.x) * kRows * row_bytes;
   const int stages = static_cast<int>(row_bytes / kChunk);
-  if (M >= kBulkRows && tid < kStages) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(sa(bars + tid)) : "memory");
+  if (!is_cp_async(M) && tid < kStages) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(sa(bars + tid)) : "memory");
   __syncthreads();
   auto issue = [&](int s) {
     unsigned char* dst = smem + (s % kStages) * kStageBytes;
-    if (M == kCpAsyncRows || M == kCpAsyncLinear) {
+    if (is_cp_async(M)) {
 #pragma unroll
       for (int l = 0; l < kRows * kChunk / 16 / kThreads; ++l) {
         const int c = tid + l * kThreads, r = c / (kChunk / 16), q = c % (kChunk / 16);
-        const unsigned char* src = M == kCpAsyncRows ? tile + r * row_bytes + s * kChunk + q * 16 : tile + static_cast<int64_t>(s) * kRows * kChunk + c * 16;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(dst + r * kPitch + q * 16)), "l"(src) : "memory");
+        const unsigned char* src = M == kCpAsyncLinear ? tile + static_cast<int64_t>(s) * kRows * kChunk + c * 16 : tile + r * row_bytes + s * kChunk + q * 16;
+        if (M == kCpAsyncEvictFirst)
+          asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(sa(dst + r * kPitch + q * 16)), "l"(src), "l"(policy) : "memory");
+        else
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(dst + r * kPitch + q * 16)), "l"(src) : "memory");
       }
       asm volatile("cp.async.commit_group;\n" ::: "memory");
     } else if (M == kBulkRows) {
@@ -87,6 +95,10 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const unsigned char* b
       __syncwarp();
       if (tid < 32)
         for (int r = tid; r < kRows; r += 32) bulk(dst + r * kPitch, tile + r * row_bytes + s * kChunk, kChunk, bars + s % kStages);
+    } else if (M == kBulk2K) {
+      if (tid == 0) expect(bars + s % kStages, kRows * kChunk);
+      __syncwarp();
+      if (tid < 8) bulk(dst + tid * 2048, tile + static_cast<int64_t>(s) * kRows * kChunk + tid * 2048, 2048, bars + s % kStages);
     } else {
       if (tid == 0) {
         expect(bars + s % kStages, kRows * kChunk);
@@ -100,10 +112,10 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const unsigned char* b
     if (s + kStages - 1 < stages) {
       // the stage issued now reuses the buffer read in iteration s - 1 (a barrier ended that read)
       issue(s + kStages - 1);
-    } else if (M <= kCpAsyncLinear) {
+    } else if (is_cp_async(M)) {
       asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
-    if (M <= kCpAsyncLinear) {
+    if (is_cp_async(M)) {
       asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
     } else {
       wait_parity(bars + s % kStages, (s / kStages) & 1);
@@ -162,18 +174,19 @@ int main() {
   float* sink = nullptr;
   CHECK(cudaMalloc(&d_times, 2 * 8 * 4096));
   CHECK(cudaMalloc(&sink, 16));
-  Kernel ks[kModes] = {stream_kernel<kCpAsyncRows>, stream_kernel<kCpAsyncLinear>, stream_kernel<kBulkRows>, stream_kernel<kBulkLinear>};
+  Kernel ks[kModes] = {stream_kernel<kCpAsyncRows>, stream_kernel<kCpAsyncLinear>, stream_kernel<kCpAsyncEvictFirst>,
+                       stream_kernel<kBulkRows>,    stream_kernel<kBulk2K>,         stream_kernel<kBulkLinear>};
   for (Kernel k : ks) CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   std::printf("%s, %d SMs. One tile per CTA: 64 rows x row_bytes, stages of 64 x 256 B, %d in flight, %d B smem/CTA.\n", p.name,
               p.multiProcessorCount, kStages, kSmem);
   std::printf("span = last CTA end - first CTA start (median of 20 launches); GB/s = bytes / span; per CTA = bytes per CTA / mean CTA time\n");
   std::printf("%-16s %9s %5s %9s %10s %9s %12s\n", "mode", "row_bytes", "CTAs", "MB", "span us", "GB/s", "GB/s per CTA");
   const int64_t rows_list[] = {4096, 1536, 5760};
-  const int ctas_list[] = {1, 8, 33, 66, 132, 192, 264, 396, 528};
+  const int ctas_list[] = {1, 8, 33, 66, 96, 132, 192, 264, 396, 528};
   for (int64_t rb : rows_list)
     for (int m = 0; m < kModes; ++m)
       for (int ctas : ctas_list) {
-        if (m == kCpAsyncLinear && rb != 4096) continue;
+        if ((m == kCpAsyncLinear || m == kBulk2K) && rb != 4096) continue;
         double span = 0, cta = 0;
         if (run(ks[m], buf, buf_bytes, ctas, rb, d_times, sink, &span, &cta)) return 1;
         const double tile = static_cast<double>(kRows) * (rb / kChunk) * kChunk, bytes = ctas * tile;

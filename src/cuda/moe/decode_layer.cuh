@@ -1,12 +1,10 @@
 // The whole MoE layer for a few tokens (decode) in two launches (moe_launch.h, DecodeLayerArgs):
 //
-//   first launch         one thread block. Up to 4 tokens (T*K <= 32), decode_reset_kernel: it zeroes
-//                        the counters below, nothing else, and the layer kernel routes for itself
-//                        (self-routing, below). More tokens, decode_plan_kernel: it routes the tokens
-//                        (a warp per token, routing_device.cuh) or reads the PreRouted ids, lists the
-//                        active local experts and their routed rows (sorted by (expert, slot)), and
-//                        zeroes the counters.
-//   decode_layer_kernel  one wave of CTAs walking the work items: every gemm1 tile, then every gemm2 tile.
+//   decode_plan_kernel   one CTA: routes the tokens (a warp per token, routing_device.cuh) or reads the
+//                        PreRouted ids, lists the active local experts and their routed rows (sorted
+//                        by (expert, slot)), and zeroes the counters below.
+//   decode_layer_kernel  one grid, one work item per CTA, in block order: every gemm1 tile, then every
+//                        gemm2 tile.
 //     gemm1 tile (active expert a, 64 weight rows): the stream kernel's k loop (stream_gemm.cuh) with
 //       the routed rows gathered straight from `hidden` (no expand), bias and activation in the
 //       epilogue, rows into `act`; then it counts itself done in done1[a].
@@ -18,9 +16,12 @@
 //       bitwise-deterministic (no float atomics) and, at split 1, bitwise equal to the stage pipeline
 //       on the stream tiles.
 //
-// Why no deadlock: see decode_layer_kernel. Why the counters are clean: the first launch zeroes
-// them, and under PDL it waits for the previous kernel (the last run's layer kernel included)
-// before writing anything.
+// Why no deadlock: a gemm2 tile waits only on gemm1 tiles, which have lower block indices and never
+// wait. The GPU dispatches a grid's CTAs in block order, so each gemm1 tile a gemm2 CTA waits for is
+// running or done: the assumption CUB's decoupled look-back scan makes too. (An atomic ticket makes
+// the order explicit, but cost a dependent global round trip before any weight load.) Why the
+// counters are clean: the plan kernel zeroes them, and under PDL it waits for the
+// previous kernel (the last run's layer kernel included) before writing anything.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -88,81 +89,22 @@ __device__ __forceinline__ int block_arrive(int* counter) {
   return threadIdx.x == 0 ? atomicAdd(counter, 1) : -1;
 }
 
-// Self-routing (T <= kDecodeSelfRouteMaxTokens, T*K <= kDecodeSelfRouteMaxSlots): every CTA of the
-// layer kernel routes the tokens (a warp per token, routing_device.cuh) and builds the plan itself,
-// in shared memory, right after its PDL wait, instead of reading a plan another kernel wrote. That
-// takes the plan kernel off the path between the logits and the first weight load (its launch, its
-// drain, the release, a global round trip for the plan). Every CTA computes the same plan: the same
-// router and the same sort as the plan kernel's. CTA 0 also writes the ids and weights out.
-inline constexpr int kDecodeSelfRouteMaxSlots = 32;
-inline constexpr int kDecodeSelfRouteMaxTokens = 4;
-
-struct DecodeLocalPlan {
-  int n_active;
-  int expert_of_active[kDecodeSelfRouteMaxSlots];
-  int active_offsets[kDecodeSelfRouteMaxSlots + 1];
-  int slot_of_row[kDecodeSelfRouteMaxSlots];
-  int row_of_slot[kDecodeSelfRouteMaxSlots];
-  int sorted_expert[kDecodeSelfRouteMaxSlots];
-  int32_t ids[kDecodeSelfRouteMaxSlots];
-  float weights[kDecodeSelfRouteMaxSlots];
-};
-
-// Where the kernel reads the plan: the plan kernel's lists in global scratch, or this CTA's own.
-struct DecodePlanView {
-  const int* n_active;
-  const int* expert_of_active;
-  const int* active_offsets;
-  const int* slot_of_row;
-  const int* row_of_slot;
-  const int32_t* ids;
-  const float* weights;
-};
-
-// The plan of n <= 32 slots by warp 0, as decode_plan_kernel sorts it: rows grouped by local expert
-// in ascending order, slot order inside. Lane f holds slot f.
-__device__ __forceinline__ void warp_decode_plan(const DecodeLayerArgs& a, DecodeLocalPlan& p, int n, int lane) {
-  const int l = lane < n ? local_expert_of(p.ids[lane], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : -1;
-  const unsigned local_mask = __ballot_sync(0xFFFFFFFFu, l >= 0);
-  const int total = __popc(local_mask);
-  const uint32_t key = (static_cast<uint32_t>(l) << 5) | static_cast<uint32_t>(lane);
-  int rank = 0;
-  for (unsigned m = local_mask; m != 0; m &= m - 1) rank += __shfl_sync(0xFFFFFFFFu, key, __ffs(m) - 1) < key;
-  if (lane < n) p.row_of_slot[lane] = l >= 0 ? rank : -1;
-  if (l >= 0) {
-    p.slot_of_row[rank] = lane;
-    p.sorted_expert[rank] = l;
-  }
-  __syncwarp();
-  const int e = lane < total ? p.sorted_expert[lane] : -1;
-  const bool start = lane < total && (lane == 0 || p.sorted_expert[lane - 1] != e);
-  const unsigned starts = __ballot_sync(0xFFFFFFFFu, start);
-  if (start) {
-    const int idx = __popc(starts & ((1u << lane) - 1));
-    p.expert_of_active[idx] = e;
-    p.active_offsets[idx] = lane;
-  }
-  if (lane == 0) {
-    p.n_active = __popc(starts);
-    p.active_offsets[__popc(starts)] = total;
-  }
-}
-
-// One work item of the layer kernel (below): its k loop, its epilogue, and for a gemm2 tile its
-// arrival and, when it is the last of its column block, the combine. `dry`: the k loop's code run
-// on zero bytes (pass 0 of the plan kernel's path, below).
 template <typename T, class S>
-__device__ __forceinline__ void decode_item(const DecodeLayerArgs& a, const DecodeScratch& s, const DecodePlanView& plan, unsigned char* smem,
-                                            int& last_s, int64_t item, int64_t n1_tiles, int64_t n2_tiles, int64_t items1, bool dry) {
+__global__ void __launch_bounds__(S::kThreads, 2)
+    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int last_s;
   constexpr int NT = S::NT, NB = S::NB, BW = S::BW, BK = S::BK;
+  static_assert(BK == kDecodeKTile, "the host's split rules (moe_launch.h) count k tiles of kDecodeKTile");
   const int tid = static_cast<int>(threadIdx.x);
   const int K = a.route.top_k;
   const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
   const int64_t slots = a.route.tokens * K;
   const int split = a.split;
 
-  // The work item: gemm1 tile (ai, 64 weight rows of W13), or gemm2 tile (ai, 64 output columns, K
-  // rank).
+  // The work item, from the block index alone: gemm1 tile (ai, 64 weight rows of W13), or gemm2 tile
+  // (ai, 64 output columns, K rank). Decided before the wait (the plan kernel may still run).
+  const int64_t item = blockIdx.x;
   const bool first = item < items1;
   const int64_t j = item - items1;
   const int ai = static_cast<int>(first ? item / n1_tiles : j / (n2_tiles * split));
@@ -178,61 +120,69 @@ __device__ __forceinline__ void decode_item(const DecodeLayerArgs& a, const Deco
   const T* X = static_cast<const T*>(first ? a.hidden : a.act);
   float acc[NB][4];
 
-  // Loaded in one round trip; past the active experts they are unused.
-  const int n_active = dry ? 1 << 30 : *plan.n_active;
-  const int e = dry ? 0 : plan.expert_of_active[ai];
-  const int begin = dry ? 0 : plan.active_offsets[ai], end = dry ? 1 : plan.active_offsets[ai + 1];
-  if (ai >= n_active) {
-    // No local expert was hit at all: the output is zeros (one CTA per column block writes them).
-    const int64_t out_rows = a.no_combine ? slots : a.route.tokens;
-    T* out = static_cast<T*>(a.out);
-    if (!first && n_active == 0 && ai == 0 && rank == 0)
-      for (int64_t idx = tid; idx < out_rows * BW; idx += blockDim.x)
-        if (n0 + idx % BW < H) out[(idx / BW) * H + n0 + idx % BW] = detail::from_float<T>(0.0f);
-    return;
-  }
-  const T* W = W_all + static_cast<int64_t>(e) * N * Kd;
-  // A token reaches an expert once, so the rows fit one tile; PreRouted ids may repeat an expert
-  // within a token, and then the rows are taken NT at a time.
-  for (int row0 = begin; row0 < end; row0 += NT) {
-    const int rows = min(NT, end - row0);
-    StreamSources<T, S> src(W, Kd, w_row);
-    stream_mainloop<T, S>(smem, src, W, dry ? 0 : Kd, kt_begin, dry ? 1 : count, acc, [&] {
-      // gemm2's rows need every gemm1 tile of this expert; its first weight stages are on their way.
-      if (!first && !dry && row0 == begin && tid == 0)
-        while (load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);
-      __syncthreads();
-      src.set_rows(rows, [&](int r) {
-        if (dry) return X;
-        return first ? X + static_cast<int64_t>(plan.slot_of_row[row0 + r] / K) * H : X + static_cast<int64_t>(row0 + r) * I;
+  // Pass 0 runs the k loop's code once on copies of zero bytes (K = 0: every copy is out of
+  // bounds, nothing is read) while the plan kernel still runs: at decode, the first execution of
+  // this code is bound by instruction fetch (measured on the H200: 7.5 us from the wait to the first
+  // weight load when cold), and pass 1 then finds it in the instruction cache. Pass 1 is the tile.
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool dry = pass == 0;
+    if (!dry) pdl_enter();
+    // Loaded in one round trip; past the active experts they are unused.
+    const int n_active = dry ? 1 << 30 : *s.n_active;
+    const int e = dry ? 0 : s.expert_of_active[ai];
+    const int begin = dry ? 0 : s.active_offsets[ai], end = dry ? 1 : s.active_offsets[ai + 1];
+    if (ai >= n_active) {
+      // No local expert was hit at all: the output is zeros (one CTA per column block writes them).
+      const int64_t out_rows = a.no_combine ? slots : a.route.tokens;
+      T* out = static_cast<T*>(a.out);
+      if (!first && n_active == 0 && ai == 0 && rank == 0)
+        for (int64_t idx = tid; idx < out_rows * BW; idx += blockDim.x)
+          if (n0 + idx % BW < H) out[(idx / BW) * H + n0 + idx % BW] = detail::from_float<T>(0.0f);
+      return;
+    }
+    const T* W = W_all + static_cast<int64_t>(e) * N * Kd;
+    // A token reaches an expert once, so the rows fit one tile; PreRouted ids may repeat an expert
+    // within a token, and then the rows are taken NT at a time.
+    for (int row0 = begin; row0 < end; row0 += NT) {
+      const int rows = min(NT, end - row0);
+      StreamSources<T, S> src(W, Kd, w_row);
+      stream_mainloop<T, S>(smem, src, W, dry ? 0 : Kd, kt_begin, dry ? 1 : count, acc, [&] {
+        // gemm2's rows need every gemm1 tile of this expert; its first weight stages are on their way.
+        if (!first && !dry && row0 == begin && tid == 0)
+          while (load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);
+        __syncthreads();
+        src.set_rows(rows, [&](int r) {
+          if (dry) return X;
+          return first ? X + static_cast<int64_t>(s.slot_of_row[row0 + r] / K) * H : X + static_cast<int64_t>(row0 + r) * I;
+        });
       });
-    });
-    __syncthreads();  // the pipeline's shared memory is reused next
-    if (dry) break;
-    GemmArgs g;
-    g.n = N;
-    if (first) {
-      g.bias = a.w13_bias;
-      g.bias_type = a.w13_bias_type;
-      g.out = a.act;
-      g.activation = a.activation;
-      g.gated = a.gated;
-      g.interleaved = a.interleaved;
-      g.alpha = a.alpha;
-      g.limit = a.limit;
-      stream_epilogue<T, S, Epilogue::kActivation>(g, acc, e, row0, row0 + rows, w_row);
-    } else {
-      g.out_f32 = s.partial + rank * slots * H;  // no bias: the combine adds it once
-      stream_epilogue<T, S, Epilogue::kStoreF32>(g, acc, e, row0, row0 + rows, w_row);
+      __syncthreads();  // the pipeline's shared memory is reused next
+      if (dry) break;
+      GemmArgs g;
+      g.n = N;
+      if (first) {
+        g.bias = a.w13_bias;
+        g.bias_type = a.w13_bias_type;
+        g.out = a.act;
+        g.activation = a.activation;
+        g.gated = a.gated;
+        g.interleaved = a.interleaved;
+        g.alpha = a.alpha;
+        g.limit = a.limit;
+        stream_epilogue<T, S, Epilogue::kActivation>(g, acc, e, row0, row0 + rows, w_row);
+      } else {
+        g.out_f32 = s.partial + rank * slots * H;  // no bias: the combine adds it once
+        stream_epilogue<T, S, Epilogue::kStoreF32>(g, acc, e, row0, row0 + rows, w_row);
+      }
     }
   }
-  if (dry) return;
   if (first) {
     block_arrive(s.done1 + ai);
     return;
   }
   const int before = block_arrive(s.done2 + tile_n);
-  if (tid == 0) last_s = before == *plan.n_active * split - 1;
+  if (tid == 0) last_s = before == *s.n_active * split - 1;
   __syncthreads();
   if (!last_s) return;
   __threadfence();
@@ -248,9 +198,9 @@ __device__ __forceinline__ void decode_item(const DecodeLayerArgs& a, const Deco
   float* factor = reinterpret_cast<float*>(slot_row + kDecodeMaxSlots);
   int* bias_row = reinterpret_cast<int*>(factor + kDecodeMaxSlots);
   for (int64_t slot = tid; slot < slots; slot += blockDim.x) {
-    slot_row[slot] = plan.row_of_slot[slot];
-    factor[slot] = a.scale * plan.weights[slot];
-    bias_row[slot] = a.w2_bias ? local_expert_of(plan.ids[slot], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : 0;
+    slot_row[slot] = s.row_of_slot[slot];
+    factor[slot] = a.scale * a.topk_weights[slot];
+    bias_row[slot] = a.w2_bias ? local_expert_of(a.topk_ids[slot], a.route.experts, a.expert_map, a.local_begin, a.local_experts) : 0;
   }
   __syncthreads();
   const float* part = s.partial;
@@ -277,70 +227,6 @@ __device__ __forceinline__ void decode_item(const DecodeLayerArgs& a, const Deco
         if (base + u < last && slot_row[base + u] >= 0) sum = fmaf(factor[base + u], v[u], sum);
     }
     out[o * H + n] = detail::from_float<T>(sum);
-  }
-}
-
-// The layer kernel: one wave of CTAs (no more than fit at once), each walking the work items
-// blockIdx.x, blockIdx.x + gridDim.x, ...: every gemm1 tile first, then every gemm2 tile. A CTA's
-// later items run on code already in its instruction cache and on the plan it already holds; a
-// second wave of CTAs paid both again (on the H200 at Qwen3 T=1, about 4 us per CTA between its
-// start and its first weight stream: its prologue, its plan and its first loads, all cold). No
-// deadlock: a gemm2 tile waits only on gemm1 tiles, which wait on nothing and come before every
-// gemm2 tile in each CTA's walk, and the CTAs are all resident together.
-template <typename T, class S>
-__global__ void __launch_bounds__(S::kThreads, 2)
-    decode_layer_kernel(DecodeLayerArgs a, DecodeScratch s, int64_t n1_tiles, int64_t n2_tiles, int64_t items1, int64_t items, bool self_route,
-                        int64_t route_scratch) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int last_s;
-  __shared__ DecodeLocalPlan local;
-  static_assert(S::BK == kDecodeKTile, "the host's split rules (moe_launch.h) count k tiles of kDecodeKTile");
-  static_assert(kDecodeSelfRouteMaxTokens <= S::kWarps, "self-routing takes a warp per token");
-  const int tid = static_cast<int>(threadIdx.x);
-  const int64_t slots = a.route.tokens * a.route.top_k;
-  const DecodePlanView plan = self_route ? DecodePlanView{&local.n_active, local.expert_of_active, local.active_offsets, local.slot_of_row,
-                                                          local.row_of_slot, local.ids, local.weights}
-                                         : DecodePlanView{s.n_active, s.expert_of_active, s.active_offsets, s.slot_of_row, s.row_of_slot,
-                                                          a.topk_ids, a.topk_weights};
-  // Pass 0 runs the k loop's code once on copies of zero bytes (K = 0: every copy is out of bounds,
-  // nothing is read) while the plan kernel still runs: at decode, the first execution of this code
-  // is bound by instruction fetch (measured on the H200: 7.5 us from the wait to the first weight
-  // load when cold), and the items then find it in the instruction cache. Self-routing skips it: the
-  // kernel before it only zeroes counters, so there is no time to hide a dry pass under.
-  if (!self_route) decode_item<T, S>(a, s, plan, smem, last_s, blockIdx.x, n1_tiles, n2_tiles, items1, true);
-  pdl_enter();
-  if (self_route) {
-    // A warp per token (T <= 4 warps), the ids and weights into this CTA's plan; the routing's
-    // scratch is the pipeline's shared memory, unused until the first weight load.
-    if (a.route_on_device) {
-      RouteArgs r = a.route;
-      r.topk_ids = local.ids;  // generic pointers to shared memory
-      r.topk_weights = local.weights;
-      r.copy_ids = nullptr;
-      r.copy_weights = nullptr;
-      const int warp = tid / 32;
-      if (warp < r.tokens) route_token_warp(r, warp, smem + warp * route_scratch, tid % 32);
-    } else {
-      for (int64_t f = tid; f < slots; f += blockDim.x) {
-        local.ids[f] = a.topk_ids[f];
-        local.weights[f] = a.topk_weights[f];
-      }
-    }
-    __syncthreads();
-    if (tid < 32) warp_decode_plan(a, local, static_cast<int>(slots), tid);
-    if (blockIdx.x == 0 && a.route_on_device)
-      for (int64_t f = tid; f < slots; f += blockDim.x) {  // the caller's ids and weights
-        a.route.topk_ids[f] = local.ids[f];
-        a.route.topk_weights[f] = local.weights[f];
-        if (a.route.copy_ids) a.route.copy_ids[f] = local.ids[f];
-        if (a.route.copy_weights) a.route.copy_weights[f] = local.weights[f];
-      }
-    __syncthreads();
-  }
-#pragma unroll 1
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    decode_item<T, S>(a, s, plan, smem, last_s, item, n1_tiles, n2_tiles, items1, false);
-    __syncthreads();  // the next item reuses the shared memory (the pipeline, the combine's tables)
   }
 }
 

@@ -13,8 +13,8 @@
 
 namespace moekit::cuda::moe {
 
-Status launch_decode_gemms_bf16(const DecodeLayerArgs& a, const DecodeScratch& s, bool self_route, void* stream);
-Status launch_decode_gemms_f16(const DecodeLayerArgs& a, const DecodeScratch& s, bool self_route, void* stream);
+Status launch_decode_gemms_bf16(const DecodeLayerArgs& a, const DecodeScratch& s, void* stream);
+Status launch_decode_gemms_f16(const DecodeLayerArgs& a, const DecodeScratch& s, void* stream);
 
 namespace {
 
@@ -92,25 +92,6 @@ __global__ void __launch_bounds__(kPlanThreads) decode_plan_kernel(DecodeLayerAr
   }
 }
 
-// The first launch when the layer kernel routes for itself: the counters zeroed, nothing else. It
-// lets its dependent launch before its own wait, against pdl.cuh's usual order: the layer kernel
-// reads nothing and writes nothing before its wait, and its wait still covers this kernel's, so
-// nothing depends on the previous kernel having finished when it starts; it only starts sooner.
-__global__ void __launch_bounds__(32) decode_reset_kernel(DecodeScratch s) {
-  pdl_launch_dependents();
-  pdl_wait();
-  for (int64_t i = threadIdx.x; i < s.counter_words; i += 32) s.done1[i] = 0;
-}
-
-// Whether the layer kernel routes for itself (decode_layer.cuh): few tokens and slots, and a warp's
-// routing scratch per token fits the smallest pipeline it overlays.
-bool decode_self_routes(const DecodeLayerArgs& a) {
-  const int64_t T = a.route.tokens, slots = T * a.route.top_k;
-  if (T > kDecodeSelfRouteMaxTokens || slots > kDecodeSelfRouteMaxSlots) return false;
-  const size_t per_warp = (route_smem_per_warp(a.route.experts, a.route.n_group) + 15) / 16 * 16;
-  return !a.route_on_device || per_warp * static_cast<size_t>(T) <= StreamShape<8>::kPipelineBytes;
-}
-
 }  // namespace
 
 size_t decode_layer_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int split) {
@@ -141,12 +122,6 @@ Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
     return Status::Internal("decode layer: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(layout.words() * 4) + " needed");
   const DecodeScratch s = DecodeScratch::carve(a.scratch, layout);
 
-  if (decode_self_routes(a)) {
-    MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_reset_kernel", decode_reset_kernel, {dim3(1), dim3(32), 0}, stream, s));
-    if (a.type == Elem::kBF16) return launch_decode_gemms_bf16(a, s, true, stream);
-    if (a.type == Elem::kF16) return launch_decode_gemms_f16(a, s, true, stream);
-    return Status::Unsupported("decode layer: the CUDA kernels take f16 or bf16 activations");
-  }
   size_t per_warp = 0;
   int warps = 0;
   if (a.route_on_device) {
@@ -159,8 +134,8 @@ Status launch_decode_layer(const DecodeLayerArgs& a, void* stream) {
   if (smem + sizeof(PlanSmem) > 48 * 1024)  // the static part counts against the default 48 KB too
     MOEKIT_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(decode_plan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_plan_kernel", decode_plan_kernel, {dim3(1), dim3(kPlanThreads), smem}, stream, a, s, warps, per_warp));
-  if (a.type == Elem::kBF16) return launch_decode_gemms_bf16(a, s, false, stream);
-  if (a.type == Elem::kF16) return launch_decode_gemms_f16(a, s, false, stream);
+  if (a.type == Elem::kBF16) return launch_decode_gemms_bf16(a, s, stream);
+  if (a.type == Elem::kF16) return launch_decode_gemms_f16(a, s, stream);
   return Status::Unsupported("decode layer: the CUDA kernels take f16 or bf16 activations");
 }
 
