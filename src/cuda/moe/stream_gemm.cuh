@@ -6,8 +6,7 @@
 //
 // A CTA owns 64 weight rows (4 warps x 16) and up to NT routed rows of one expert, so a token is
 // never padded to 64 rows; the weights stream once per NT rows through a 5-stage cp.async pipeline
-// (two CTAs per SM, about 140 KB in flight per SM), one tile per CTA, or two in a row when that makes
-// one wave of CTAs out of what would be two (stream_gemm_launch.cuh). When the experts' tiles alone
+// (two CTAs per SM, about 140 KB in flight per SM), one tile per CTA. When the experts' tiles alone
 // cannot cover the SMs, the K range is split over a thread-block cluster of up to 8 CTAs (sm_90):
 // each CTA streams its slice, then rank 0 sums the partial tiles through distributed shared memory
 // in rank order (a fixed order: bitwise-deterministic) and runs the epilogue. Without clusters
@@ -247,80 +246,74 @@ __device__ __forceinline__ void stream_epilogue(const GemmArgs& a, const float (
 
 template <typename T, class S, Epilogue kEpi>
 __global__ void __launch_bounds__(S::kThreads, 2)
-    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int64_t tiles, int split, int64_t k_tiles_per_split, int per_cta) {
+    stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int NB = S::NB, BW = S::BW, BK = S::BK;
   int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
   __shared__ TileWork work;
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster; or
-  // (per_cta > 1, split 1) per_cta consecutive tiles one after the other (launch_stream_instance).
+  // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
+  const int64_t linear = blockIdx.x / split;
   const int rank = static_cast<int>(blockIdx.x % split);
+  const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
+
   // Under PDL the offsets (from the maps, two or more launches back) and the weights can be read
   // before the previous kernel's rows are: the tile search and the first weight stages overlap it.
-  // A CTA waits exactly once, before its first rows (or before it leaves without a tile).
   if (!a.weights_before_wait) pdl_enter();
-  bool waited = !a.weights_before_wait;
-#pragma unroll 1
-  for (int q = 0; q < per_cta; ++q) {
-    const int64_t linear = (blockIdx.x / split) * per_cta + q;
-    if (linear >= tiles) break;
-    const int64_t tile_m = linear / n_tiles, tile_n = linear % n_tiles;
-    if (q > 0) __syncthreads();  // the last tile's epilogue is done with the shared tile record
-    const TileWork tile = block_find_tile<S::NT>(a, offs, work, tile_m);
-    const int e = tile.expert;
-    if (e < 0) continue;  // every rank of the cluster skips it together
-    const int64_t row0 = tile.row0, row_end = tile.row_end;
+  const TileWork tile = block_find_tile<S::NT>(a, offs, work, tile_m);
+  const int e = tile.expert;
+  if (e < 0) {  // every rank of the cluster returns here together
+    if (a.weights_before_wait) pdl_enter();
+    return;
+  }
+  const int64_t row0 = tile.row0, row_end = tile.row_end;
 
-    const int64_t K = a.k, N = a.n;
-    const bool paired = kEpi == Epilogue::kActivation && a.gated;
-    const StreamRows w_row{tile_n * (paired ? BW / 2 : BW), N, N / 2, paired, a.interleaved};
-    const T* X = static_cast<const T*>(a.a);
-    const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
-    const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
-    StreamSources<T, S> src(W, K, w_row);
-    src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
+  const int64_t K = a.k, N = a.n;
+  const bool paired = kEpi == Epilogue::kActivation && a.gated;
+  const StreamRows w_row{tile_n * (paired ? BW / 2 : BW), N, N / 2, paired, a.interleaved};
+  const T* X = static_cast<const T*>(a.a);
+  const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
+  StreamSources<T, S> src(W, K, w_row);
+  src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
 
-    const int64_t k_tiles = (K + BK - 1) / BK;
-    const int64_t kt_begin = rank * k_tiles_per_split;
-    const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
-    const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
-    float acc[NB][4];
-    stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
-      if (!waited) pdl_enter();
-      waited = true;
-    });
+  const int64_t k_tiles = (K + BK - 1) / BK;
+  const int64_t kt_begin = rank * k_tiles_per_split;
+  const int64_t kt_end = min(k_tiles, kt_begin + k_tiles_per_split);
+  const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
+  float acc[NB][4];
+  stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
+    if (a.weights_before_wait) pdl_enter();
+  });
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split > 1) {
-      // Split K: every rank parks its partial tile in its own shared memory (the pipeline is
-      // drained), rank 0 adds the others' in rank order, and the others wait until it has read them.
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      __syncthreads();
-      float* part = reinterpret_cast<float*>(smem);
+  if (split > 1) {
+    // Split K: every rank parks its partial tile in its own shared memory (the pipeline is drained),
+    // rank 0 adds the others' in rank order, and the others wait until it has read them.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __syncthreads();
+    float* part = reinterpret_cast<float*>(smem);
 #pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
+    for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-        for (int q4 = 0; q4 < 4; ++q4) part[((warp * NB + nb) * 4 + q4) * 32 + lane] = acc[nb][q4];
-      cluster.sync();
-      if (rank == 0) {
-        for (int r = 1; r < split; ++r) {
-          const float* other = cluster.map_shared_rank(part, r);
+      for (int q = 0; q < 4; ++q) part[((warp * NB + nb) * 4 + q) * 32 + lane] = acc[nb][q];
+    cluster.sync();
+    if (rank == 0) {
+      for (int r = 1; r < split; ++r) {
+        const float* other = cluster.map_shared_rank(part, r);
 #pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
+        for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-            for (int q4 = 0; q4 < 4; ++q4) acc[nb][q4] += other[((warp * NB + nb) * 4 + q4) * 32 + lane];
-        }
+          for (int q = 0; q < 4; ++q) acc[nb][q] += other[((warp * NB + nb) * 4 + q) * 32 + lane];
       }
-      cluster.sync();
-      if (rank != 0) continue;  // split > 1 only with one tile per CTA
     }
-#endif
-    stream_epilogue<T, S, kEpi>(a, acc, e, row0, row_end, w_row);
+    cluster.sync();
+    if (rank != 0) return;
   }
-  if (!waited) pdl_enter();
+#endif
+  stream_epilogue<T, S, kEpi>(a, acc, e, row0, row_end, w_row);
 }
 
 }  // namespace moekit::cuda::moe

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string>
 
@@ -35,23 +33,6 @@ int64_t resident_ctas(Kernel kernel, int threads, size_t smem, int sm_count) {
   return static_cast<int64_t>(per_sm) * std::max(sm_count, 1);
 }
 
-// Tiles per CTA without a K split: two when the tiles need more than one wave of CTAs but no more
-// than two, else one. Two waves leave the second one's CTAs streaming alone (on the H200, GPT-OSS
-// gemm1 at T=1: 360 tiles on 264 slots, the last 96 at 1.5 TB/s for 24 us); two tiles in a row
-// per CTA make one wave with the same bytes on every CTA. Beyond two waves the scheduler's own
-// balancing does better than a fixed assignment (a CTA walking many tiles measured up to 2x slower).
-// MOEKIT_STREAM_PAIRS=0 turns it off (for A/B measurements).
-template <class Slots>
-int stream_tiles_per_cta(int64_t tiles, Slots slots) {
-  static const bool enabled = [] {
-    const char* env = std::getenv("MOEKIT_STREAM_PAIRS");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
-  if (!enabled) return 1;
-  const int64_t s = slots();
-  return tiles > s && tiles <= 2 * s ? 2 : 1;
-}
-
 template <typename T, class S, Epilogue kEpi>
 Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const int64_t R = a.max_rows;
@@ -62,16 +43,13 @@ Status launch_stream_instance(const GemmArgs& a, void* stream) {
   const size_t smem = S::smem_bytes(a.local_experts);
   auto kernel = stream_gemm_kernel<T, S, kEpi>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, smem));
-  int64_t slots = -1;  // resident CTAs, queried once and only when needed
-  auto resident = [&] { return slots >= 0 ? slots : (slots = resident_ctas(kernel, S::kThreads, smem, a.sm_count)); };
-  const int split = stream_split<S>(a, tiles, k_tiles, resident);
+  const int split = stream_split<S>(a, tiles, k_tiles, [&] { return resident_ctas(kernel, S::kThreads, smem, a.sm_count); });
   const int64_t per_split = ceil_div(k_tiles, split);
-  const int per_cta = split == 1 ? stream_tiles_per_cta(tiles, resident) : 1;
-  const int64_t blocks = split > 1 ? tiles * split : ceil_div(tiles, per_cta);
+  const int64_t blocks = tiles * split;  // one tile (and K range) per CTA
   if (blocks > std::numeric_limits<int32_t>::max())
     return Status::Unsupported("stream GEMM: " + std::to_string(blocks) + " CTAs exceed the grid limit");
   const LaunchShape shape{dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem, static_cast<unsigned>(split)};
-  return launch_kernel("stream_gemm_kernel", kernel, shape, stream, a, n_tiles, tiles, split, per_split, per_cta);
+  return launch_kernel("stream_gemm_kernel", kernel, shape, stream, a, n_tiles, split, per_split);
 }
 
 template <typename T, class S>
