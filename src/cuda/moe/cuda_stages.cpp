@@ -9,8 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -428,36 +426,6 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   return a;
 }
 
-// The L2 size of the current GPU in bytes, read once (0 when unknown).
-int64_t device_l2_bytes() {
-  static const int64_t bytes = []() -> int64_t {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrL2CacheSize, dev) != cudaSuccess) return 0;
-    return n;
-  }();
-  return bytes;
-}
-
-// gemm1 on the stream tiles pulls gemm2's weights for the hit experts into L2 while it streams its
-// own, when they fit in half of L2 for every expert the rows can reach (at most min(rows, experts)):
-// the DRAM then never idles between the two GEMMs, and gemm2 reads L2. Measured on the H200
-// (docs/perf-notes.md step 10). MOEKIT_L2_PREFETCH=0 turns it off.
-void prefetch_gemm2_weights(const StageContext& c, GemmArgs& a) {
-  static const bool enabled = [] {
-    const char* env = std::getenv("MOEKIT_L2_PREFETCH");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
-  const auto& p = c.problem;
-  if (!enabled || !is_stream_tile(a.tile) || device_compute_capability() < 90) return;
-  const int64_t bytes = p.hidden * p.intermediate * dtype_storage_bytes(p.activation_dtype, 1);
-  const int64_t reach = std::min<int64_t>(max_rows(c), p.local_experts());
-  const void* w2 = c.weights.w2.data();
-  if (bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w2) % 16 != 0 || bytes > int64_t{1} << 31) return;
-  if (reach * bytes * 2 > device_l2_bytes()) return;
-  a.prefetch = w2;
-  a.prefetch_bytes = bytes;
-}
-
 // gemm1 or gemm2 into its float32 rows (gemm1_out / gemm2_out), on whichever kernel the plan's tile
 // names.
 Status gemm_rows_stage(const StageContext& c, bool first) {
@@ -480,7 +448,6 @@ Status gemm1_activation_stage(const StageContext& c) {
     MOEKIT_RETURN_IF_ERROR(gemm1_stage(c));
     return activation_stage(c);
   }
-  prefetch_gemm2_weights(c, a);
   a.epilogue = Epilogue::kActivation;
   a.out = c.buffers.gemm2_in.data();
   return launch_grouped_gemm(a, stream_of(c));

@@ -206,11 +206,6 @@ struct GemmArgs {
   // Stream tiles under PDL (pdl.cuh): the expert offsets were written at least two launches earlier,
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
-  // Stream tiles: the next GEMM's weights to pull into L2 while this one streams (sm_90's bulk L2
-  // prefetch), [E_local] blocks of prefetch_bytes each (a multiple of 16); null: none. The first
-  // row tile of each expert asks for its n-tile's share of the expert's block.
-  const void* prefetch = nullptr;
-  int64_t prefetch_bytes = 0;
 };
 // Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel: its 64 x 128
 // tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200 (4ebb479,

@@ -244,21 +244,6 @@ __device__ __forceinline__ void stream_epilogue(const GemmArgs& a, const float (
   }
 }
 
-// Share `tile_n` of `n_tiles` of expert e's block of a.prefetch into L2 (one bulk prefetch: no
-// registers, no shared memory, nothing to wait for). sm_90 only; elsewhere nothing.
-__device__ __forceinline__ void prefetch_share_l2(const GemmArgs& a, int e, int64_t tile_n, int64_t n_tiles) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const int64_t chunk = ((a.prefetch_bytes + n_tiles - 1) / n_tiles + 15) / 16 * 16;
-  const int64_t off = tile_n * chunk;
-  if (off >= a.prefetch_bytes) return;
-  const uint32_t size = static_cast<uint32_t>(min(chunk, a.prefetch_bytes - off));
-  const unsigned char* p = static_cast<const unsigned char*>(a.prefetch) + static_cast<int64_t>(e) * a.prefetch_bytes + off;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(size) : "memory");
-#else
-  (void)a, (void)e, (void)tile_n, (void)n_tiles;
-#endif
-}
-
 template <typename T, class S, Epilogue kEpi>
 __global__ void __launch_bounds__(S::kThreads, 2)
     stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
@@ -299,8 +284,6 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int64_t count = kt_end > kt_begin ? kt_end - kt_begin : 0;
   float acc[NB][4];
   stream_mainloop<T, S>(smem, src, W, K, kt_begin, count, acc, [&] {
-    // After this tile's first weight stages: its share of the next GEMM's weights for this expert.
-    if (a.prefetch != nullptr && tid == 0 && rank == 0 && row0 == offs[e]) prefetch_share_l2(a, e, tile_n, n_tiles);
     if (a.weights_before_wait) pdl_enter();
   });
 
