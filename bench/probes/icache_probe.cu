@@ -18,14 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                    \
-    }                                                                              \
-  } while (0)
+#include "probe_check.h"
 
 // One step is a uniform clock read and a xor; ptxas schedules about 2.5 16-byte instructions per
 // step (S2UR, NOP, ULOP3), so kLines * 4 steps make about 1.25 * kLines 128-byte lines (cuobjdump

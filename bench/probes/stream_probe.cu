@@ -23,14 +23,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-      return 1;                                                                                   \
-    }                                                                                             \
-  } while (0)
+#include "probe_check.h"
 
 constexpr int kRows = 64, kChunk = 256, kStages = 5, kThreads = 128;
 constexpr int kPitch = kChunk + 16;                  // padded row, as the stream kernel's
