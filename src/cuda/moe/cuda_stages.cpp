@@ -110,12 +110,15 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 // The regions whose sizes follow from the shapes come first; the maps' sort scratch (sized by CUB)
 // is last and takes the rest, so carving at run time needs no CUB size query (the maps launcher
 // checks that the rest is enough).
+std::optional<std::string> decode_layer_declines(const PlanQuery& q);
+
 // The decode layer's scratch (its counters, lists and gemm2 partial rows at the largest split), for
-// a token count it may take.
+// a problem and token count it takes (its input formats, and decode_layer_declines says yes: the
+// same rules, so the two cannot disagree). Weight traits do not enter its decision.
 size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
-  const bool fits = (p.input_format == InputFormat::kStandard || p.input_format == InputFormat::kPreRouted) && tokens <= kDecodeMaxTokens &&
-                    tokens * p.top_k <= kDecodeMaxSlots;
-  return fits ? decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit) : 0;
+  const bool format = p.input_format == InputFormat::kStandard || p.input_format == InputFormat::kPreRouted;
+  const bool takes = format && !decode_layer_declines(PlanQuery{p, tokens, {}});
+  return takes ? decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit) : 0;
 }
 
 struct FixedScratch {
