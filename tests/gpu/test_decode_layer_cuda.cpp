@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/naive_moe.h"
+#include "cuda/moe/moe_launch.h"
 #include "moe_case.h"
 #include "moekit/runner.h"
 
@@ -176,6 +177,32 @@ TEST(DecodeLayerCuda, NoLocalExpertAndRepeatedExperts) {
     for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = 5;
   };
   expect_decode_within_tolerance(repeated, 401);
+}
+
+// The workspace holds the decode layer's scratch only for a problem the layer takes: the CUDA
+// backend sizes it by decode_layer_declines, which turns apply_router_weight_on_input away. Every
+// other part of the two workspaces is the same, so they differ by the scratch (plus alignment).
+TEST(DecodeLayerCuda, WorkspaceHoldsTheScratchOnlyWhereTheLayerRuns) {
+  MOEKIT_REQUIRE_GPU();
+  const int64_t T = 4;
+  const int K = 6;
+  const MoeProblem taken = base_problem(64, K, kH, kI);
+  MoeProblem declined = taken;
+  declined.apply_router_weight_on_input = true;
+  auto workspace_bytes = [&](const MoeProblem& p) -> size_t {
+    auto layer = make_random_layer(p, {.num_tokens = T, .seed = 90});
+    EXPECT_TRUE(layer.ok());
+    auto runner = MoeRunner::create(p, {.backend = BackendChoice::kCuda});
+    EXPECT_TRUE(runner.ok()) << runner.status().to_string();
+    auto bytes = runner->workspace_size(layer->inputs());
+    EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+    return *bytes;
+  };
+  const size_t scratch = cuda::moe::decode_layer_scratch_bytes(T, K, kH, cuda::moe::kDecodeMaxSplit);
+  const size_t with = workspace_bytes(taken), without = workspace_bytes(declined);
+  ASSERT_GE(with, without);
+  EXPECT_GE(with - without, scratch);
+  EXPECT_LE(with - without, scratch + 512);
 }
 
 TEST(DecodeLayerCuda, GraphReplaysWithNewRouting) {

@@ -107,16 +107,15 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 #endif
 }
 
-// The regions whose sizes follow from the shapes come first; the maps' sort scratch (sized by CUB)
-// is last and takes the rest, so carving at run time needs no CUB size query (the maps launcher
-// checks that the rest is enough).
+// The decode layer's input formats (its registration below) and its other rules (defined with it).
+const std::vector<InputFormat> kDecodeLayerFormats = {InputFormat::kStandard, InputFormat::kPreRouted};
 std::optional<std::string> decode_layer_declines(const PlanQuery& q);
 
 // The decode layer's scratch (its counters, lists and gemm2 partial rows at the largest split), for
-// a problem and token count it takes (its input formats, and decode_layer_declines says yes: the
-// same rules, so the two cannot disagree). Weight traits do not enter its decision.
+// a problem and token count it takes: the registration's formats and decode_layer_declines, so the
+// workspace and the plan cannot disagree. Weight traits do not enter its decision.
 size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
-  const bool format = p.input_format == InputFormat::kStandard || p.input_format == InputFormat::kPreRouted;
+  const bool format = std::ranges::find(kDecodeLayerFormats, p.input_format) != kDecodeLayerFormats.end();
   const bool takes = format && !decode_layer_declines(PlanQuery{p, tokens, {}});
   return takes ? decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit) : 0;
 }
@@ -126,6 +125,9 @@ struct FixedScratch {
   size_t sm90_bytes = 0, decode_bytes = 0;
 };
 
+// The regions whose sizes follow from the shapes come first; the maps' sort scratch (sized by CUB)
+// is last and takes the rest, so carving at run time needs no CUB size query (the maps launcher
+// checks that the rest is enough).
 FixedScratch fixed_scratch(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
   FixedScratch l;
   size_t end = align256(static_cast<size_t>(max_rows) * 4);
@@ -606,7 +608,7 @@ Status register_cuda_backend(Registry& r) {
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
   r.set_knob_space(cuda, knob_space);
-  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, {F::kStandard, F::kPreRouted}, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, kDecodeLayerFormats, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.build_maps", cuda, Stage::kBuildMaps, Stage::kBuildMaps, all, build_maps_stage}));
