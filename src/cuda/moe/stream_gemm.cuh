@@ -5,8 +5,8 @@
 //   C^T[n, rows of expert e] = B[e][n, :] . A[rows, :]^T      (mma.sync m16n8k16, f32 accumulators)
 //
 // A CTA owns 64 weight rows (4 warps x 16) and up to NT routed rows of one expert, so a token is
-// never padded to 64 rows; the weights stream once per NT rows through a 5-stage cp.async pipeline
-// (two CTAs per SM, about 140 KB in flight per SM), one tile per CTA. When the experts' tiles alone
+// never padded to 64 rows; the weights stream once per NT rows through a 4- or 5-stage cp.async
+// pipeline (two CTAs per SM, 96-128 KB of weights in flight per SM), one tile per CTA. When the experts' tiles alone
 // cannot cover the SMs, the K range is split over a thread-block cluster of up to 8 CTAs (sm_90):
 // each CTA streams its slice, then rank 0 sums the partial tiles through distributed shared memory
 // in rank order (a fixed order: bitwise-deterministic) and runs the epilogue. Without clusters
@@ -39,13 +39,19 @@ struct StreamShape {
   static constexpr int NB = NT / 8;
   static constexpr int BW = 64;   // weight rows per CTA
   static constexpr int BK = 128;  // 256 contiguous bytes of each weight row per stage
-  static constexpr int kStages = 5;
+  // Two CTAs per SM is the point of the pipeline depth: one's fill and epilogue overlap the other's
+  // stream. Five stages of 64 + 32 padded rows (130.6 KB) let only one NT=32 CTA on an SM (228 KB),
+  // so NT=32 keeps four (104.4 KB); NT=8 and 16 keep five (97.9 and 108.8 KB).
+  static constexpr int kStages = NT <= 16 ? 5 : 4;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int LDS = BK + 8;  // padded rows: ldmatrix's 8 rows fall in distinct banks
   static constexpr int kMaxSplit = 8;  // the portable cluster size
   static_assert(NT % 8 == 0 && NT <= 32, "8, 16 or 32 routed rows per CTA");
   static constexpr size_t kPipelineBytes = static_cast<size_t>(kStages) * (BW + NT) * LDS * 2;
+  // Two CTAs' pipelines, their expert offsets (up to 512 experts, 4 KB) and the 1 KB each block
+  // reserves, within the 228 KB of an sm_90 SM.
+  static_assert(2 * (kPipelineBytes + 4104 + 1024 + 64) <= 228 * 1024, "two CTAs per SM");
   static size_t smem_bytes(int experts) { return kPipelineBytes + (static_cast<size_t>(experts) + 1) * 8; }
 };
 
