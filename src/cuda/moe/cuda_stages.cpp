@@ -285,13 +285,12 @@ int64_t gemm_k(const MoeProblem& p, bool first) { return first ? p.hidden : p.in
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach;
-// few: the weight-streaming kernel (up to 20 rows when the experts are few and large, 12 otherwise),
+// few (up to kStreamMaxRowsPerExpert): the weight-streaming kernel,
 // except for a short K over many tiles (below).
 GemmTile heuristic_tile(int64_t max_rows, int64_t local_experts, int64_t n, int64_t k, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, local_experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
-  const double stream_max = local_experts <= kStreamFewExperts ? kStreamMaxRowsPerExpert : kSm90MinRowsPerExpert;
-  if (sm90 && rows_per_expert > stream_max) return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128 : GemmTile::kSm90M128N256;
+  if (sm90 && rows_per_expert > kStreamMaxRowsPerExpert) return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128 : GemmTile::kSm90M128N256;
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)

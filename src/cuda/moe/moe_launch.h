@@ -207,18 +207,17 @@ struct GemmArgs {
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
 };
-// Above this many rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel: its 64 x 128
-// tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200 (4ebb479,
-// docs/perf-notes.md step 8): the 64 x 128 tiles win by 12-13% at 16, 32 and 64 rows per expert
-// (Qwen3 T=256 and 1024, GPT-OSS T=1024); the 128 x 256 tiles by 17% where the estimate says 128
+// Above kStreamMaxRowsPerExpert rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel:
+// its 64 x 128 tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200
+// (4ebb479, docs/perf-notes.md step 8): the 64 x 128 tiles win by 12-13% at 32 and 64 rows per
+// expert (Qwen3 T=1024, GPT-OSS T=1024); the 128 x 256 tiles by 17% where the estimate says 128
 // (DeepSeek-V3 T=4096, whose routing reaches fewer experts: 280 rows each).
-inline constexpr double kSm90MinRowsPerExpert = 12;
 inline constexpr double kSm90SmallTileMaxRows = 96;
-// Up to this many rows per active expert the weight-streaming kernel runs when the experts are few
-// (measured on the H200: Mixtral, 8 experts, T=64 = 16 rows each: 962 us streamed against 1162 us
-// on the sm_90a kernel; Qwen3, 128 experts, T=256 = 16 rows each: 658 against 554).
+// Up to this many rows per active expert the weight-streaming kernel runs, whatever the expert count.
+// Measured on the H200 at 16 rows per expert once its 32-row tile kept two CTAs per SM (5d97b8a,
+// docs/perf-notes.md step 10): Mixtral T=64 773 us (937 with one CTA per SM), Qwen3 T=256 419 us
+// against 485 on the sm_90a kernel, GPT-OSS T=512 1828 against about 2200.
 inline constexpr double kStreamMaxRowsPerExpert = 20;
-inline constexpr int64_t kStreamFewExperts = 16;
 // Up to this K, and from this many (expected) 64-column tiles on, the heuristic prefers the
 // mma.sync m16n64k64 tile to the stream tiles' 8/16 rows (cuda_stages.cpp, heuristic_tile).
 inline constexpr int64_t kShortK = 2048;
