@@ -151,19 +151,29 @@ TEST(MoeCuda, EveryGemmTileGivesTheSameLayer) {
   }
 }
 
-// The sm_90a kernel's two configurations (no biases: it has no bias epilogue), at a few rows per
-// expert (the 64 x 128 tile's range) and many.
+// The sm_90a kernel's two configurations at a few rows per expert (the 64 x 128 tile's range) and
+// many, and with every epilogue case: it has no bias epilogue, so with biases the activation and
+// finalize kernels add them (gated concatenated and interleaved, plain activation, the unfused
+// activation stage, no_combine, Masked, f16).
 TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
   uint64_t seed = 500;
-  for (const char* tile : {"sm90_m128n256k64", "sm90_m64n128k128"})
-    for (int64_t T : {3, 77, 1000}) {
-      Case c{std::string(tile) + ": E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
+  for (const char* tile : {"sm90_m128n256k64", "sm90_m64n128k128"}) {
+    std::vector<Case> cases = epilogue_cases();
+    for (int64_t T : {3, 77, 1000}) cases.push_back({"E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
+    cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
+    Case plain_bias{"relu2 biases E8 K2 T300, activation unfused", base_problem(8, 2, kH, kI), 300, true};
+    plain_bias.problem.activation.kind = Activation::kReLU2;
+    plain_bias.fusions.gemm1_activation = Switch::kOff;
+    cases.push_back(plain_bias);
+    for (Case c : cases) {
+      c.name = std::string(tile) + ": " + c.name;
       c.fusions.whole_layer = Switch::kOff;
       c.choice.knobs = {{"gemm1.tile", tile}, {"gemm2.tile", tile}};
       expect_within_tolerance(c, ++seed);
     }
+  }
 }
 
 TEST(MoeCuda, StreamTilesAtEveryKSplit) {

@@ -43,6 +43,7 @@ struct BenchOptions {
   double zipf_s = 1.2;
   int iters = 0, reps = 0, sets = 0, warmup = -1;  // 0 / -1: the backend's default
   bool stages = false, baseline = true, refcheck = false;
+  bool biases = false;  // random gemm1/gemm2 biases in the weights (GPT-OSS's experts have them)
   int64_t refcheck_tokens = 64;
   std::string csv, json, plot;
   uint64_t seed = 1;
@@ -68,7 +69,7 @@ std::string repro(const BenchOptions& o) {
                      o.refcheck ? fmt::format(" --refcheck --refcheck-tokens {}", o.refcheck_tokens) : "",
                      o.csv.empty() ? "" : " --csv " + o.csv, o.json.empty() ? "" : " --json " + o.json,
                      o.plot.empty() ? "" : " --plot " + o.plot) +
-         (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
+         (o.biases ? " --biases" : "") + (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
 }
 
 std::string today_utc() {
@@ -251,7 +252,7 @@ int run(BenchOptions o) {
     auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions, .choice = *knobs});
     if (!runner.ok()) return fail(runner.status().with_context(name));
     progress.status(fmt::format("{}: random weights{}", name, gpu ? " and their upload" : ""));
-    auto layer = make_random_layer(p, {.seed = o.seed, .weights_only = true});
+    auto layer = make_random_layer(p, {.seed = o.seed, .biases = o.biases, .weights_only = true});
     if (!layer.ok()) return fail(layer.status().with_context(name));
     const WeightBytes wb = weight_bytes(layer->weights, p.local_experts());
     auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
@@ -338,6 +339,7 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Untimed calls per set (-1: 3 on a GPU, 1 on the CPU)");
   cmd->add_flag("--stages", o->stages, "Also time each step of the plan on its own");
   cmd->add_flag("--baseline,!--no-baseline", o->baseline, "Time the cuBLAS baseline (one GEMM per expert) too (GPU; default on)");
+  cmd->add_flag("--biases", o->biases, "Give the experts random gemm1 and gemm2 biases (counted in the floor's bytes)");
   cmd->add_flag("--refcheck", o->refcheck, "Check the output against the CPU reference (exit code 3 beyond the limit)");
   cmd->add_option("--refcheck-tokens", o->refcheck_tokens, "Tokens checked by --refcheck")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Write the rows as CSV to this file");

@@ -86,13 +86,14 @@ int device_compute_capability() {
   return cc;
 }
 
-// Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, a Hopper GPU, no biases (it has
-// no bias epilogue).
-bool sm90_gemm_available(int compute_capability, bool biases) {
+// Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, on a Hopper GPU. It has no bias
+// epilogue: after it, the activation and finalize kernels add the biases (activation_stage,
+// finalize_stage).
+bool sm90_gemm_available(int compute_capability) {
 #if MOEKIT_HAS_SM90_GEMM
-  return compute_capability == 90 && !biases;
+  return compute_capability == 90;
 #else
-  (void)compute_capability, (void)biases;
+  (void)compute_capability;
   return false;
 #endif
 }
@@ -274,7 +275,7 @@ Status expand_stage(const StageContext& c) {
 // ---- knobs -----------------------------------------------------------------------------------------
 constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, GemmTile::kStreamN32, GemmTile::kM16N64,
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
-// The sm_90a kernel's configurations (Hopper builds, no biases).
+// The sm_90a kernel's configurations (Hopper builds; biases go to the activation and finalize kernels).
 constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256, GemmTile::kSm90M64N128};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
@@ -340,7 +341,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
   std::vector<KnobSpec> knobs;
   for (const bool first : {true, false}) {
-    const bool sm90 = sm90_gemm_available(device.compute_capability, first ? q.weights.w13_bias : q.weights.w2_bias);
+    const bool sm90 = sm90_gemm_available(device.compute_capability);
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
     if (sm90)
@@ -470,6 +471,12 @@ Status activation_stage(const StageContext& c) {
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
   a.alpha = p.activation.alpha;
   a.limit = p.activation.limit;
+  if (is_sm90_tile(tile_for(c, true)) && c.weights.w13_bias.defined()) {  // gemm1's rows came without it
+    a.bias = c.weights.w13_bias.data();
+    a.bias_type = elem_of(c.weights.w13_bias.dtype());
+    a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
+    a.experts = static_cast<int>(p.local_experts());
+  }
   return launch_activation(a, stream_of(c));
 }
 
@@ -493,6 +500,12 @@ Status finalize_stage(const StageContext& c) {
   a.scale = scale_of(p);
   a.use_weights = uses_weights(p);
   a.skip_empty = p.input_format == InputFormat::kMasked;
+  if (is_sm90_tile(tile_for(c, false)) && c.weights.w2_bias.defined()) {  // gemm2's rows came without it
+    a.bias = c.weights.w2_bias.data();
+    a.bias_type = elem_of(c.weights.w2_bias.dtype());
+    a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
+    a.experts = static_cast<int>(p.local_experts());
+  }
   return launch_finalize(a, stream_of(c));
 }
 

@@ -22,6 +22,7 @@
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
+#include "cuda/moe/expert_bias.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/pdl.cuh"
 
@@ -53,11 +54,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
                : "r"(a));
 }
 
-__device__ __forceinline__ float load_bias(const void* bias, Elem t, int64_t i) {
-  if (t == Elem::kF32) return static_cast<const float*>(bias)[i];
-  if (t == Elem::kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[i]);
-  return __half2float(static_cast<const __half*>(bias)[i]);
-}
 
 // The tile of this CTA: expert, first row and end row; expert -1 when the CTA has none.
 struct TileWork {

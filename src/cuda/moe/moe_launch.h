@@ -121,6 +121,11 @@ struct ActivationArgs {
   bool interleaved = false;
   float alpha = 0.f;
   float limit = 0.f;
+  // gemm1's bias [E_local, N1], added here when gemm1 ran without it (the sm_90a kernel); null: none.
+  const void* bias = nullptr;
+  Elem bias_type = Elem::kF32;
+  const int64_t* expert_offsets = nullptr;  // [E_local + 1]: each row's expert, for the bias
+  int experts = 0;
 };
 Status launch_activation(const ActivationArgs& a, void* stream);
 
@@ -136,6 +141,12 @@ struct FinalizeArgs {
   float scale = 1.f;
   bool use_weights = true;   // false: weight on input, or Masked
   bool skip_empty = false;   // Masked: rows without a source stay untouched
+  // gemm2's bias [E_local, H], added to each row before its factor when gemm2 ran without it (the
+  // sm_90a kernel); null: none.
+  const void* bias = nullptr;
+  Elem bias_type = Elem::kF32;
+  const int64_t* expert_offsets = nullptr;  // [E_local + 1]: each row's expert, for the bias
+  int experts = 0;
 };
 Status launch_finalize(const FinalizeArgs& a, void* stream);
 

@@ -8,6 +8,7 @@
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
+#include "cuda/moe/expert_bias.cuh"
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/pdl.cuh"
@@ -50,18 +51,22 @@ __global__ void activation_kernel(ActivationArgs a) {
   if (r >= *a.total_rows) return;
   const int64_t I = a.inter;
   const bool gated = activation_is_gated_device(a.activation);
-  const float* h = a.in + r * (gated ? 2 * I : I);
+  const int64_t N = gated ? 2 * I : I;
+  const float* h = a.in + r * N;
   T* out = static_cast<T*>(a.out) + r * I;
+  // The bias row of the row's expert (the same for the whole block).
+  const int64_t bias_base = a.bias ? static_cast<int64_t>(expert_of_row(a.expert_offsets, a.experts, r)) * N : 0;
+  auto biased = [&](int64_t n) { return a.bias ? h[n] + load_bias(a.bias, a.bias_type, bias_base + n) : h[n]; };
   // Blocks (row, column chunk): one element per thread, so a few long rows (decode) spread over SMs.
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (i < I) {
     float v;
     if (gated) {
-      const float g = a.interleaved ? h[2 * i] : h[i];
-      const float u = a.interleaved ? h[2 * i + 1] : h[I + i];
+      const float g = biased(a.interleaved ? 2 * i : i);
+      const float u = biased(a.interleaved ? 2 * i + 1 : I + i);
       v = gated_act(a.activation, g, u, a.alpha, a.limit);
     } else {
-      v = plain_act(a.activation, h[i]);
+      v = plain_act(a.activation, biased(i));
     }
     out[i] = from_float<T>(v);
   }
@@ -72,13 +77,15 @@ __global__ void activation_kernel(ActivationArgs a) {
 // thread, so one output element's sum is one thread's, in a fixed order. The block first reads the
 // row's sources and factors into shared memory together, so that the row loads of the sum do not
 // wait on one another (a handful of rows: decode is otherwise a chain of dependent loads). Blocks
-// (o, column chunk): a few output rows still spread over several SMs.
+// (o, column chunk): a few output rows still spread over several SMs. With a bias (after the sm_90a
+// gemm2) each source row's term is factor * (row + bias of the row's expert), as in the epilogues.
 constexpr int kFinalizeRows = 64;  // sources staged per pass
 
 template <typename T>
 __global__ void finalize_kernel(FinalizeArgs a) {
   __shared__ int64_t src[kFinalizeRows];
   __shared__ float factor[kFinalizeRows];
+  __shared__ int64_t bias_base[kFinalizeRows];
   pdl_enter();
   const int64_t o = blockIdx.x;
   const int64_t begin = a.dest_offsets[o], end = a.dest_offsets[o + 1];
@@ -93,13 +100,21 @@ __global__ void finalize_kernel(FinalizeArgs a) {
       const int64_t r = a.dest_rows[base + i];
       src[i] = r;
       factor[i] = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
+      if (a.bias) bias_base[i] = static_cast<int64_t>(expert_of_row(a.expert_offsets, a.experts, r)) * H;
     }
     __syncthreads();
     if (c >= H) continue;
 #pragma unroll 4
     for (int i = 0; i < n; ++i) {
       const float f = factor[i];
-      const float4 y = *reinterpret_cast<const float4*>(a.rows + src[i] * H + c);
+      float4 y = *reinterpret_cast<const float4*>(a.rows + src[i] * H + c);
+      if (a.bias) {
+        const int64_t b = bias_base[i] + c;
+        y.x += load_bias(a.bias, a.bias_type, b);
+        y.y += load_bias(a.bias, a.bias_type, b + 1);
+        y.z += load_bias(a.bias, a.bias_type, b + 2);
+        y.w += load_bias(a.bias, a.bias_type, b + 3);
+      }
       acc.x = fmaf(f, y.x, acc.x);
       acc.y = fmaf(f, y.y, acc.y);
       acc.z = fmaf(f, y.z, acc.z);
