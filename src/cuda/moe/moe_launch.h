@@ -225,10 +225,11 @@ struct GemmArgs {
 // (DeepSeek-V3 T=4096, whose routing reaches fewer experts: 280 rows each).
 inline constexpr double kSm90SmallTileMaxRows = 96;
 // Up to this many rows per active expert the weight-streaming kernel runs, whatever the expert count.
-// Measured on the H200 at 16 rows per expert once its 32-row tile kept two CTAs per SM (5d97b8a,
-// docs/perf-notes.md step 10): Mixtral T=64 773 us (937 with one CTA per SM), Qwen3 T=256 419 us
-// against 485 on the sm_90a kernel, GPT-OSS T=512 1828 against about 2200.
-inline constexpr double kStreamMaxRowsPerExpert = 20;
+// Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
+// step 10), stream_n32k128 against sm90_m64n128k128: at 16 rows per expert Mixtral T=64 770 / 1107
+// us, Qwen3 T=256 421 / 477, GPT-OSS T=512 1824 / 2258; at 24 rows Mixtral T=96 878 / 1074, GPT-OSS
+// T=768 1996 / 2228, Qwen3 T=384 473 / 471 (a tie: with 128 experts the busiest pass 32 rows).
+inline constexpr double kStreamMaxRowsPerExpert = 24;
 // Up to this K, and from this many (expected) 64-column tiles on, the heuristic prefers the
 // mma.sync m16n64k64 tile to the stream tiles' 8/16 rows (cuda_stages.cpp, heuristic_tile).
 inline constexpr int64_t kShortK = 2048;
