@@ -3,7 +3,8 @@
 // synchronizes; the runner has validated the call through this backend's hooks first.
 //
 // Buffer types: gemm1_in and gemm2_in hold the activation dtype (tensor-core operands), gemm1_out and
-// gemm2_out float32. Backend-private scratch (StageBuffers::scratch): row_dest (the output row of
+// gemm2_out float32 (the sm_90a kernel writes its rows there in the activation dtype, in the first
+// half of the bytes; gemm_rows_stage). Backend-private scratch (StageBuffers::scratch): row_dest (the output row of
 // each routed row), the float32 accumulator of the atomic gemm2 + finalize, and the radix-sort
 // scratch of the scalable maps.
 #include <cuda_runtime_api.h>
@@ -387,8 +388,9 @@ int split_for(const StageContext& c, bool first) {
   return 0;
 }
 
-// The sm_90a kernel: float32 rows into `d` (gemm1_out or gemm2_out); the caller adds what follows.
-Status sm90_gemm(const StageContext& c, const GemmArgs& g, float* d) {
+// The sm_90a kernel: rows in the activation dtype into `d` (gemm1_out or gemm2_out), without bias;
+// the activation or finalize kernel completes them.
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d) {
 #if MOEKIT_HAS_SM90_GEMM
   auto s = carve(c);
   if (!s.ok()) return s.status();
@@ -398,6 +400,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, float* d) {
   a.a = g.a;
   a.b = g.b;
   a.d = d;
+  a.d_type = g.type;  // 16-bit rows: half the bytes of float32 to write and to read back
   a.expert_offsets = g.expert_offsets;
   a.experts = g.local_experts;
   a.max_rows = g.max_rows;
@@ -443,16 +446,21 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
   return a;
 }
 
-// gemm1 or gemm2 into its float32 rows (gemm1_out / gemm2_out), on whichever kernel the plan's tile
-// names.
+// gemm1 or gemm2 into its rows (gemm1_out / gemm2_out), on whichever kernel the plan's tile names:
+// float32 rows with the bias from the mma.sync and stream tiles; rows in the activation dtype without
+// the bias from the sm_90a kernel (rows_are_sm90 below), which the activation and finalize kernels
+// then read and complete.
 Status gemm_rows_stage(const StageContext& c, bool first) {
   GemmArgs a = gemm_args(c, first);
-  float* rows = ptr<float>(first ? c.buffers.gemm1_out : c.buffers.gemm2_out);
+  void* rows = first ? c.buffers.gemm1_out.data() : c.buffers.gemm2_out.data();
   if (is_sm90_tile(a.tile)) return sm90_gemm(c, a, rows);
   a.epilogue = Epilogue::kStoreF32;
-  a.out_f32 = rows;
+  a.out_f32 = static_cast<float*>(rows);
   return launch_grouped_gemm(a, stream_of(c));
 }
+
+// Whether gemm1's (first) or gemm2's rows come from the sm_90a kernel: 16-bit, without the bias.
+bool rows_are_sm90(const StageContext& c, bool first) { return is_sm90_tile(tile_for(c, first)); }
 
 Status gemm1_stage(const StageContext& c) { return gemm_rows_stage(c, true); }
 Status gemm2_stage(const StageContext& c) { return gemm_rows_stage(c, false); }
@@ -473,7 +481,7 @@ Status gemm1_activation_stage(const StageContext& c) {
 Status activation_stage(const StageContext& c) {
   const auto& p = c.problem;
   ActivationArgs a;
-  a.in = ptr<const float>(c.buffers.gemm1_out);
+  a.in = c.buffers.gemm1_out.data();
   a.out = c.buffers.gemm2_in.data();
   a.type = elem_of(p.activation_dtype);
   a.total_rows = total_rows(c);
@@ -483,7 +491,8 @@ Status activation_stage(const StageContext& c) {
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
   a.alpha = p.activation.alpha;
   a.limit = p.activation.limit;
-  if (is_sm90_tile(tile_for(c, true)) && c.weights.w13_bias.defined()) {  // gemm1's rows came without it
+  if (rows_are_sm90(c, true)) a.in_type = a.type;
+  if (rows_are_sm90(c, true) && c.weights.w13_bias.defined()) {  // gemm1's rows came without it
     a.bias = c.weights.w13_bias.data();
     a.bias_type = elem_of(c.weights.w13_bias.dtype());
     a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
@@ -501,7 +510,7 @@ float scale_of(const MoeProblem& p) { return p.input_format == InputFormat::kMas
 Status finalize_stage(const StageContext& c) {
   const auto& p = c.problem;
   FinalizeArgs a;
-  a.rows = ptr<const float>(c.buffers.gemm2_out);
+  a.rows = c.buffers.gemm2_out.data();
   a.out = c.outputs.out.data();
   a.type = elem_of(p.activation_dtype);
   a.dest_offsets = ptr<const int64_t>(c.buffers.dest_offsets);
@@ -512,7 +521,8 @@ Status finalize_stage(const StageContext& c) {
   a.scale = scale_of(p);
   a.use_weights = uses_weights(p);
   a.skip_empty = p.input_format == InputFormat::kMasked;
-  if (is_sm90_tile(tile_for(c, false)) && c.weights.w2_bias.defined()) {  // gemm2's rows came without it
+  if (rows_are_sm90(c, false)) a.rows_type = a.type;
+  if (rows_are_sm90(c, false) && c.weights.w2_bias.defined()) {  // gemm2's rows came without it
     a.bias = c.weights.w2_bias.data();
     a.bias_type = elem_of(c.weights.w2_bias.dtype());
     a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);

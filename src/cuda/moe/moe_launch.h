@@ -111,7 +111,8 @@ struct ExpandArgs {
 Status launch_expand(const ExpandArgs& a, void* stream);
 
 struct ActivationArgs {
-  const float* in = nullptr;  // gemm1_out [R_max, N1] f32
+  const void* in = nullptr;  // gemm1_out [R_max, N1]: f32, or `type` after the sm_90a kernel
+  Elem in_type = Elem::kF32;
   void* out = nullptr;        // gemm2_in [R_max, I]
   Elem type = Elem::kBF16;
   const int64_t* total_rows = nullptr;
@@ -130,7 +131,8 @@ struct ActivationArgs {
 Status launch_activation(const ActivationArgs& a, void* stream);
 
 struct FinalizeArgs {
-  const float* rows = nullptr;  // gemm2_out [R_max, H] f32
+  const void* rows = nullptr;  // gemm2_out [R_max, H]: f32, or `type` after the sm_90a kernel
+  Elem rows_type = Elem::kF32;
   void* out = nullptr;
   Elem type = Elem::kBF16;
   const int64_t* dest_offsets = nullptr;

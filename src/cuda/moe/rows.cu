@@ -44,7 +44,8 @@ __global__ void expand_kernel(ExpandArgs a) {
 }
 
 // ---- activation ------------------------------------------------------------------------------------
-template <typename T>
+// TIn: float (the mma.sync and stream tiles' rows) or T (the sm_90a kernel's).
+template <typename T, typename TIn>
 __global__ void activation_kernel(ActivationArgs a) {
   pdl_enter();
   const int64_t r = blockIdx.x;
@@ -52,11 +53,14 @@ __global__ void activation_kernel(ActivationArgs a) {
   const int64_t I = a.inter;
   const bool gated = activation_is_gated_device(a.activation);
   const int64_t N = gated ? 2 * I : I;
-  const float* h = a.in + r * N;
+  const TIn* h = static_cast<const TIn*>(a.in) + r * N;
   T* out = static_cast<T*>(a.out) + r * I;
   // The bias row of the row's expert (the same for the whole block).
   const int64_t bias_base = a.bias ? static_cast<int64_t>(expert_of_row(a.expert_offsets, a.experts, r)) * N : 0;
-  auto biased = [&](int64_t n) { return a.bias ? h[n] + load_bias(a.bias, a.bias_type, bias_base + n) : h[n]; };
+  auto biased = [&](int64_t n) {
+    const float x = to_float(h[n]);
+    return a.bias ? x + load_bias(a.bias, a.bias_type, bias_base + n) : x;
+  };
   // Blocks (row, column chunk): one element per thread, so a few long rows (decode) spread over SMs.
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (i < I) {
@@ -81,7 +85,8 @@ __global__ void activation_kernel(ActivationArgs a) {
 // gemm2) each source row's term is factor * (row + bias of the row's expert), as in the epilogues.
 constexpr int kFinalizeRows = 64;  // sources staged per pass
 
-template <typename T>
+// TRow: float (the mma.sync and stream tiles' rows) or T (the sm_90a kernel's).
+template <typename T, typename TRow>
 __global__ void finalize_kernel(FinalizeArgs a) {
   __shared__ int64_t src[kFinalizeRows];
   __shared__ float factor[kFinalizeRows];
@@ -107,7 +112,9 @@ __global__ void finalize_kernel(FinalizeArgs a) {
 #pragma unroll 4
     for (int i = 0; i < n; ++i) {
       const float f = factor[i];
-      float4 y = *reinterpret_cast<const float4*>(a.rows + src[i] * H + c);
+      float yv[4];
+      detail::load_floats<TRow, 4>(static_cast<const TRow*>(a.rows) + src[i] * H + c, yv);
+      float4 y = make_float4(yv[0], yv[1], yv[2], yv[3]);
       if (a.bias) {
         const int64_t b = bias_base[i] + c;
         y.x += load_bias(a.bias, a.bias_type, b);
@@ -147,16 +154,28 @@ Status launch_activation(const ActivationArgs& a, void* stream) {
   if (a.max_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(a.inter);
   const dim3 grid(static_cast<unsigned>(a.max_rows), static_cast<unsigned>(ceil_div(a.inter, threads)));
-  if (a.type == Elem::kBF16) return launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16>, {grid, dim3(threads)}, stream, a);
-  return launch_kernel("activation_kernel", activation_kernel<__half>, {grid, dim3(threads)}, stream, a);
+  const LaunchShape shape{grid, dim3(threads)};
+  const bool f32 = a.in_type == Elem::kF32;
+  if (!f32 && a.in_type != a.type) return Status::Internal("activation: rows are f32 or the activation type");
+  if (a.type == Elem::kBF16)
+    return f32 ? launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16, float>, shape, stream, a)
+               : launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16, __nv_bfloat16>, shape, stream, a);
+  return f32 ? launch_kernel("activation_kernel", activation_kernel<__half, float>, shape, stream, a)
+             : launch_kernel("activation_kernel", activation_kernel<__half, __half>, shape, stream, a);
 }
 
 Status launch_finalize(const FinalizeArgs& a, void* stream) {
   if (a.out_rows == 0) return Status::Ok();
   const unsigned threads = row_threads(std::min<int64_t>(a.hidden / 4, 128));
   const dim3 grid(static_cast<unsigned>(a.out_rows), static_cast<unsigned>(ceil_div(a.hidden / 4, threads)));
-  if (a.type == Elem::kBF16) return launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16>, {grid, dim3(threads)}, stream, a);
-  return launch_kernel("finalize_kernel", finalize_kernel<__half>, {grid, dim3(threads)}, stream, a);
+  const LaunchShape shape{grid, dim3(threads)};
+  const bool f32 = a.rows_type == Elem::kF32;
+  if (!f32 && a.rows_type != a.type) return Status::Internal("finalize: rows are f32 or the output type");
+  if (a.type == Elem::kBF16)
+    return f32 ? launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16, float>, shape, stream, a)
+               : launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16, __nv_bfloat16>, shape, stream, a);
+  return f32 ? launch_kernel("finalize_kernel", finalize_kernel<__half, float>, shape, stream, a)
+             : launch_kernel("finalize_kernel", finalize_kernel<__half, __half>, shape, stream, a);
 }
 
 Status launch_convert(const float* acc, void* out, Elem type, int64_t count, void* stream) {

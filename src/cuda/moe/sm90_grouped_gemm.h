@@ -32,7 +32,7 @@ struct Sm90GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;
-  Elem d_type = Elem::kF32;   // kF32; the same as `type` only if built with MOEKIT_SM90_GEMM_SAME_D=1
+  Elem d_type = Elem::kF32;   // kF32, or the same as `type` (built with MOEKIT_SM90_GEMM_SAME_D=1, the default)
   const int64_t* expert_offsets = nullptr;
   int experts = 0;
   int64_t max_rows = 0;       // rows of A and D (the bound on offsets[experts])
