@@ -462,6 +462,19 @@ Status gemm_rows_stage(const StageContext& c, bool first) {
 // Whether gemm1's (first) or gemm2's rows come from the sm_90a kernel: 16-bit, without the bias.
 bool rows_are_sm90(const StageContext& c, bool first) { return is_sm90_tile(tile_for(c, first)); }
 
+// The bias the activation (first) or finalize kernel must add: the GEMM's when the sm_90a kernel
+// left it out, else none.
+ExpertBias bias_left_to_add(const StageContext& c, bool first) {
+  const TensorView& bias = first ? c.weights.w13_bias : c.weights.w2_bias;
+  ExpertBias b;
+  if (!rows_are_sm90(c, first) || !bias.defined()) return b;
+  b.data = bias.data();
+  b.type = elem_of(bias.dtype());
+  b.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
+  b.experts = static_cast<int>(c.problem.local_experts());
+  return b;
+}
+
 Status gemm1_stage(const StageContext& c) { return gemm_rows_stage(c, true); }
 Status gemm2_stage(const StageContext& c) { return gemm_rows_stage(c, false); }
 
@@ -492,12 +505,7 @@ Status activation_stage(const StageContext& c) {
   a.alpha = p.activation.alpha;
   a.limit = p.activation.limit;
   if (rows_are_sm90(c, true)) a.in_type = a.type;
-  if (rows_are_sm90(c, true) && c.weights.w13_bias.defined()) {  // gemm1's rows came without it
-    a.bias = c.weights.w13_bias.data();
-    a.bias_type = elem_of(c.weights.w13_bias.dtype());
-    a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
-    a.experts = static_cast<int>(p.local_experts());
-  }
+  a.bias = bias_left_to_add(c, true);
   return launch_activation(a, stream_of(c));
 }
 
@@ -522,12 +530,7 @@ Status finalize_stage(const StageContext& c) {
   a.use_weights = uses_weights(p);
   a.skip_empty = p.input_format == InputFormat::kMasked;
   if (rows_are_sm90(c, false)) a.rows_type = a.type;
-  if (rows_are_sm90(c, false) && c.weights.w2_bias.defined()) {  // gemm2's rows came without it
-    a.bias = c.weights.w2_bias.data();
-    a.bias_type = elem_of(c.weights.w2_bias.dtype());
-    a.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
-    a.experts = static_cast<int>(p.local_experts());
-  }
+  a.bias = bias_left_to_add(c, false);
   return launch_finalize(a, stream_of(c));
 }
 

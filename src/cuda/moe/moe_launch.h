@@ -110,6 +110,15 @@ struct ExpandArgs {
 };
 Status launch_expand(const ExpandArgs& a, void* stream);
 
+// A per-expert bias [E_local, N] for rows grouped by expert, added by the activation or finalize
+// kernel when the GEMM before it ran without it (the sm_90a kernel). data null: no bias.
+struct ExpertBias {
+  const void* data = nullptr;
+  Elem type = Elem::kF32;
+  const int64_t* expert_offsets = nullptr;  // [E_local + 1]: each row's expert
+  int experts = 0;
+};
+
 struct ActivationArgs {
   const void* in = nullptr;  // gemm1_out [R_max, N1]: f32, or `type` after the sm_90a kernel
   Elem in_type = Elem::kF32;
@@ -122,11 +131,7 @@ struct ActivationArgs {
   bool interleaved = false;
   float alpha = 0.f;
   float limit = 0.f;
-  // gemm1's bias [E_local, N1], added here when gemm1 ran without it (the sm_90a kernel); null: none.
-  const void* bias = nullptr;
-  Elem bias_type = Elem::kF32;
-  const int64_t* expert_offsets = nullptr;  // [E_local + 1]: each row's expert, for the bias
-  int experts = 0;
+  ExpertBias bias;  // gemm1's [E_local, N1], when gemm1 ran without it
 };
 Status launch_activation(const ActivationArgs& a, void* stream);
 
@@ -143,12 +148,7 @@ struct FinalizeArgs {
   float scale = 1.f;
   bool use_weights = true;   // false: weight on input, or Masked
   bool skip_empty = false;   // Masked: rows without a source stay untouched
-  // gemm2's bias [E_local, H], added to each row before its factor when gemm2 ran without it (the
-  // sm_90a kernel); null: none.
-  const void* bias = nullptr;
-  Elem bias_type = Elem::kF32;
-  const int64_t* expert_offsets = nullptr;  // [E_local + 1]: each row's expert, for the bias
-  int experts = 0;
+  ExpertBias bias;  // gemm2's [E_local, H], added to each row before its factor, when gemm2 ran without it
 };
 Status launch_finalize(const FinalizeArgs& a, void* stream);
 

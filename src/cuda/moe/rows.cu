@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <string>
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
@@ -56,10 +57,11 @@ __global__ void activation_kernel(ActivationArgs a) {
   const TIn* h = static_cast<const TIn*>(a.in) + r * N;
   T* out = static_cast<T*>(a.out) + r * I;
   // The bias row of the row's expert (the same for the whole block).
-  const int64_t bias_base = a.bias ? static_cast<int64_t>(expert_of_row(a.expert_offsets, a.experts, r)) * N : 0;
+  const ExpertBias& b = a.bias;
+  const int64_t bias_base = b.data ? static_cast<int64_t>(expert_of_row(b.expert_offsets, b.experts, r)) * N : 0;
   auto biased = [&](int64_t n) {
     const float x = to_float(h[n]);
-    return a.bias ? x + load_bias(a.bias, a.bias_type, bias_base + n) : x;
+    return b.data ? x + load_bias(b.data, b.type, bias_base + n) : x;
   };
   // Blocks (row, column chunk): one element per thread, so a few long rows (decode) spread over SMs.
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
@@ -105,7 +107,7 @@ __global__ void finalize_kernel(FinalizeArgs a) {
       const int64_t r = a.dest_rows[base + i];
       src[i] = r;
       factor[i] = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
-      if (a.bias) bias_base[i] = static_cast<int64_t>(expert_of_row(a.expert_offsets, a.experts, r)) * H;
+      if (a.bias.data) bias_base[i] = static_cast<int64_t>(expert_of_row(a.bias.expert_offsets, a.bias.experts, r)) * H;
     }
     __syncthreads();
     if (c >= H) continue;
@@ -115,12 +117,12 @@ __global__ void finalize_kernel(FinalizeArgs a) {
       float yv[4];
       detail::load_floats<TRow, 4>(static_cast<const TRow*>(a.rows) + src[i] * H + c, yv);
       float4 y = make_float4(yv[0], yv[1], yv[2], yv[3]);
-      if (a.bias) {
+      if (a.bias.data) {
         const int64_t b = bias_base[i] + c;
-        y.x += load_bias(a.bias, a.bias_type, b);
-        y.y += load_bias(a.bias, a.bias_type, b + 1);
-        y.z += load_bias(a.bias, a.bias_type, b + 2);
-        y.w += load_bias(a.bias, a.bias_type, b + 3);
+        y.x += load_bias(a.bias.data, a.bias.type, b);
+        y.y += load_bias(a.bias.data, a.bias.type, b + 1);
+        y.z += load_bias(a.bias.data, a.bias.type, b + 2);
+        y.w += load_bias(a.bias.data, a.bias.type, b + 3);
       }
       acc.x = fmaf(f, y.x, acc.x);
       acc.y = fmaf(f, y.y, acc.y);
@@ -136,6 +138,14 @@ __global__ void convert_kernel(const float* acc, T* out, int64_t count4) {
   pdl_enter();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count4; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     detail::store4<T>(out + 4 * i, reinterpret_cast<const float4*>(acc)[i]);
+}
+
+// Calls launch(Out{}, In{}) with the kernel's element types: out bf16 or f16, in float or the same.
+template <typename Launch>
+Status with_row_types(const char* what, Elem out, Elem in, Launch launch) {
+  if (in != Elem::kF32 && in != out) return Status::Internal(std::string(what) + ": rows are f32 or the output type");
+  if (out == Elem::kBF16) return in == Elem::kF32 ? launch(__nv_bfloat16{}, float{}) : launch(__nv_bfloat16{}, __nv_bfloat16{});
+  return in == Elem::kF32 ? launch(__half{}, float{}) : launch(__half{}, __half{});
 }
 
 unsigned row_threads(int64_t work) { return static_cast<unsigned>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, kThreads)); }
@@ -155,13 +165,9 @@ Status launch_activation(const ActivationArgs& a, void* stream) {
   const unsigned threads = row_threads(a.inter);
   const dim3 grid(static_cast<unsigned>(a.max_rows), static_cast<unsigned>(ceil_div(a.inter, threads)));
   const LaunchShape shape{grid, dim3(threads)};
-  const bool f32 = a.in_type == Elem::kF32;
-  if (!f32 && a.in_type != a.type) return Status::Internal("activation: rows are f32 or the activation type");
-  if (a.type == Elem::kBF16)
-    return f32 ? launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16, float>, shape, stream, a)
-               : launch_kernel("activation_kernel", activation_kernel<__nv_bfloat16, __nv_bfloat16>, shape, stream, a);
-  return f32 ? launch_kernel("activation_kernel", activation_kernel<__half, float>, shape, stream, a)
-             : launch_kernel("activation_kernel", activation_kernel<__half, __half>, shape, stream, a);
+  return with_row_types("activation", a.type, a.in_type, [&](auto out, auto in) {
+    return launch_kernel("activation_kernel", activation_kernel<decltype(out), decltype(in)>, shape, stream, a);
+  });
 }
 
 Status launch_finalize(const FinalizeArgs& a, void* stream) {
@@ -169,13 +175,9 @@ Status launch_finalize(const FinalizeArgs& a, void* stream) {
   const unsigned threads = row_threads(std::min<int64_t>(a.hidden / 4, 128));
   const dim3 grid(static_cast<unsigned>(a.out_rows), static_cast<unsigned>(ceil_div(a.hidden / 4, threads)));
   const LaunchShape shape{grid, dim3(threads)};
-  const bool f32 = a.rows_type == Elem::kF32;
-  if (!f32 && a.rows_type != a.type) return Status::Internal("finalize: rows are f32 or the output type");
-  if (a.type == Elem::kBF16)
-    return f32 ? launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16, float>, shape, stream, a)
-               : launch_kernel("finalize_kernel", finalize_kernel<__nv_bfloat16, __nv_bfloat16>, shape, stream, a);
-  return f32 ? launch_kernel("finalize_kernel", finalize_kernel<__half, float>, shape, stream, a)
-             : launch_kernel("finalize_kernel", finalize_kernel<__half, __half>, shape, stream, a);
+  return with_row_types("finalize", a.type, a.rows_type, [&](auto out, auto in) {
+    return launch_kernel("finalize_kernel", finalize_kernel<decltype(out), decltype(in)>, shape, stream, a);
+  });
 }
 
 Status launch_convert(const float* acc, void* out, Elem type, int64_t count, void* stream) {
