@@ -107,6 +107,14 @@ Decision routing_prologue_fusion(const RuleInput& in) {
   return on(__func__, "each token is routed and its rows counted in the same pass");
 }
 
+// On a Hopper GPU the plan's GEMM tile may be the CUTLASS sm_90a kernel's, which has no epilogue
+// fusion: the fused step then runs two kernels. The rules cannot see the tile (a backend knob chosen
+// after them), so the reason says so.
+std::string hopper_note(const RuleInput& in, std::string_view what) {
+  if (in.device.compute_capability != 90) return "";
+  return fmt::format(" (with an sm_90a tile, which has no such epilogue, the step runs {})", what);
+}
+
 Decision gemm1_activation_fusion(const RuleInput& in) {
   const auto q2 = activation_quantization(in.problem, in.weights, /*gemm2=*/true);
   if (q2 == ActQuant::kDynamicPerTensor)
@@ -115,7 +123,8 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
       in.problem.intermediate > 128)
     return off(__func__, fmt::format("quant={}: a per-token scale spans all I={} columns, an epilogue tile holds 128", quant_scheme_name(in.problem.quant), in.problem.intermediate));
   if (activation_is_gated(in.problem.activation.kind))
-    return on(__func__, is_cuda(in) ? "each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation"
+    return on(__func__, is_cuda(in) ? std::string("each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation") +
+                                          hopper_note(in, "gemm1, then the activation kernel")
                                     : "each block of gemm1 rows is activated while it is in cache");
   return on(__func__, "an elementwise activation applies in the epilogue");
 }
@@ -157,7 +166,7 @@ Decision gemm2_finalize_fusion(const RuleInput& in) {
                                               rows, p.hidden, row_bytes / 1e6));
   if (p.deterministic)
     return on(__func__, fmt::format("deterministic with top_k={} <= 2: atomic adds into the zeroed output are order-independent", p.top_k));
-  return on(__func__, "atomic adds of weighted rows into the zeroed output");
+  return on(__func__, "atomic adds of weighted rows into the zeroed output" + hopper_note(in, "gemm2, then the fixed-order finalize"));
 }
 
 std::optional<Placement> router_weight_placement(const RuleInput& in) {
