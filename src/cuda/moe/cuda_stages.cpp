@@ -462,12 +462,12 @@ Status gemm_rows_stage(const StageContext& c, bool first) {
 // Whether gemm1's (first) or gemm2's rows come from the sm_90a kernel: 16-bit, without the bias.
 bool rows_are_sm90(const StageContext& c, bool first) { return is_sm90_tile(tile_for(c, first)); }
 
-// The bias the activation (first) or finalize kernel must add: the GEMM's when the sm_90a kernel
-// left it out, else none.
-ExpertBias bias_left_to_add(const StageContext& c, bool first) {
+// The bias the activation (first) or finalize kernel adds to the sm_90a kernel's rows, which come
+// without it: gemm1's or gemm2's, with the expert offsets that place each row (none if no bias).
+ExpertBias sm90_bias(const StageContext& c, bool first) {
   const TensorView& bias = first ? c.weights.w13_bias : c.weights.w2_bias;
   ExpertBias b;
-  if (!rows_are_sm90(c, first) || !bias.defined()) return b;
+  if (!bias.defined()) return b;
   b.data = bias.data();
   b.type = elem_of(bias.dtype());
   b.expert_offsets = ptr<const int64_t>(c.buffers.expert_offsets);
@@ -504,8 +504,10 @@ Status activation_stage(const StageContext& c) {
   a.interleaved = p.gate_up_layout == GateUpLayout::kInterleaved;
   a.alpha = p.activation.alpha;
   a.limit = p.activation.limit;
-  if (rows_are_sm90(c, true)) a.in_type = a.type;
-  a.bias = bias_left_to_add(c, true);
+  if (rows_are_sm90(c, true)) {  // 16-bit rows without the bias
+    a.in_type = a.type;
+    a.bias = sm90_bias(c, true);
+  }
   return launch_activation(a, stream_of(c));
 }
 
@@ -529,8 +531,10 @@ Status finalize_stage(const StageContext& c) {
   a.scale = scale_of(p);
   a.use_weights = uses_weights(p);
   a.skip_empty = p.input_format == InputFormat::kMasked;
-  if (rows_are_sm90(c, false)) a.rows_type = a.type;
-  a.bias = bias_left_to_add(c, false);
+  if (rows_are_sm90(c, false)) {  // 16-bit rows without the bias
+    a.rows_type = a.type;
+    a.bias = sm90_bias(c, false);
+  }
   return launch_finalize(a, stream_of(c));
 }
 

@@ -49,9 +49,12 @@ struct StreamShape {
   static constexpr int kMaxSplit = 8;  // the portable cluster size
   static_assert(NT % 8 == 0 && NT <= 32, "8, 16 or 32 routed rows per CTA");
   static constexpr size_t kPipelineBytes = static_cast<size_t>(kStages) * (BW + NT) * LDS * 2;
-  // Two CTAs' pipelines, their expert offsets (up to 512 experts, 4 KB) and the 1 KB each block
-  // reserves, within the 228 KB of an sm_90 SM.
-  static_assert(2 * (kPipelineBytes + 4104 + 1024 + 64) <= 228 * 1024, "two CTAs per SM");
+  // Two CTAs' pipelines, their expert offsets (smem_bytes, up to 512 experts), the kernel's static
+  // shared memory (TileWork) and the 1 KB the hardware reserves per block, within an sm_90 SM.
+  static constexpr size_t kOffsetsBytesAt512Experts = (512 + 1) * 8;
+  static constexpr size_t kStaticAndReservedBytes = 64 + 1024;
+  static constexpr size_t kSmemPerSm = 228 * 1024;
+  static_assert(2 * (kPipelineBytes + kOffsetsBytesAt512Experts + kStaticAndReservedBytes) <= kSmemPerSm, "two CTAs per SM");
   static size_t smem_bytes(int experts) { return kPipelineBytes + (static_cast<size_t>(experts) + 1) * 8; }
 };
 
