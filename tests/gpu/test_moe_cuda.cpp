@@ -24,6 +24,10 @@ TEST(MoeCuda, StandardSoftmaxAtOddTokenCounts) {
     Case c{"softmax E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T};
     expect_within_tolerance(c, 100 + T);
   }
+  // T = 1 on the stages too (the default there is the one-token kernel).
+  Case one{"softmax E8 K2 T1, whole_layer off", base_problem(8, 2, kH, kI), 1};
+  one.fusions.whole_layer = Switch::kOff;
+  expect_within_tolerance(one, 101);
 }
 
 TEST(MoeCuda, RoutingMethodsAndWideExperts) {

@@ -109,17 +109,24 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 #endif
 }
 
-// The decode layer's input formats (its registration below) and its other rules (defined with it).
+// The input formats of both decode kernels (their registrations below) and their other rules
+// (defined with them).
 const std::vector<InputFormat> kDecodeLayerFormats = {InputFormat::kStandard, InputFormat::kPreRouted};
 std::optional<std::string> decode_layer_declines(const PlanQuery& q);
+std::optional<std::string> decode_token_declines(const PlanQuery& q);
 
-// The decode layer's scratch (its counters, lists and gemm2 partial rows at the largest split), for
-// a problem and token count it takes: the registration's formats and decode_layer_declines, so the
-// workspace and the plan cannot disagree. Weight traits do not enter its decision.
+// The decode region of the scratch, for a problem and token count: the decode layer's (its
+// counters, lists and gemm2 partial rows at the largest split) or the one-token kernel's (two
+// counters and the float act rows), whichever is larger among those that take the problem, by the
+// registrations' formats and their declines, so the workspace and the plan cannot disagree. Weight
+// traits enter neither decision.
 size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
-  const bool format = std::ranges::find(kDecodeLayerFormats, p.input_format) != kDecodeLayerFormats.end();
-  const bool takes = format && !decode_layer_declines(PlanQuery{p, tokens, {}});
-  return takes ? decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit) : 0;
+  if (std::ranges::find(kDecodeLayerFormats, p.input_format) == kDecodeLayerFormats.end()) return 0;
+  const PlanQuery q{p, tokens, {}};
+  size_t bytes = 0;
+  if (!decode_layer_declines(q)) bytes = decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit);
+  if (!decode_token_declines(q)) bytes = std::max(bytes, decode_token_scratch_bytes(p.top_k, p.intermediate));
+  return bytes;
 }
 
 struct FixedScratch {
@@ -333,6 +340,26 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
   return std::nullopt;
 }
 
+// Why the one-token kernel (decode_token.cu) does not take this problem (nullopt: it does).
+std::optional<std::string> decode_token_declines(const PlanQuery& q) {
+  const auto& p = q.problem;
+  if (q.num_tokens != 1)
+    return fmt::format("T={}: the one-token kernel runs decode at batch 1 (the decode layer and the stages take other T)", q.num_tokens);
+  if (p.top_k > kDecodeTokenMaxSlots)
+    return fmt::format("top_k={} > {}: the slot tables live in shared memory", p.top_k, kDecodeTokenMaxSlots);
+  if (p.quant != QuantScheme::kNone) return fmt::format("quant={}: the decode kernels take f16/bf16 weights only", quant_scheme_name(p.quant));
+  if (p.activation_dtype != DType::kBF16 && p.activation_dtype != DType::kF16)
+    return fmt::format("activation_dtype={}: the decode kernels take f16 or bf16", dtype_name(p.activation_dtype));
+  if (p.apply_router_weight_on_input)
+    return std::string("apply_router_weight_on_input: gemm1 reads the hidden row as it is (the stage pipeline's expand applies the weight)");
+  const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
+  const int64_t smem = decode_token_smem_bytes(p.num_experts, n_group, p.top_k, p.hidden, p.intermediate);
+  if (smem > kDecodeTokenSmemBudget)
+    return fmt::format("{} bytes of shared memory (the hidden row, K={} act rows of I={} in float, the routing scratch) > {}", smem, p.top_k,
+                       p.intermediate, kDecodeTokenSmemBudget);
+  return std::nullopt;
+}
+
 // Measured on the H200 (docs/perf-notes.md, step 7; 76256b4): the stage pipeline was as fast at
 // T=1 (Qwen3 41.0 against 41.0 us, GPT-OSS 73.9 against 76.6) and 1-6% faster at T=8, so the decode
 // layer is the tuner's and the caller's to turn on, not the default.
@@ -365,7 +392,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
-  if (!decode_layer_declines(q)) knobs.push_back(decode_split_knob(p));
+  // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
+  if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;
 }
 
@@ -568,12 +596,10 @@ Status gemm2_finalize_stage(const StageContext& c) {
   return launch_convert(s->accumulator, c.outputs.out.data(), elem_of(p.activation_dtype), count, stream_of(c));
 }
 
-// The whole layer for a few tokens in two launches (decode_layer.cuh).
-Status decode_layer_stage(const StageContext& c) {
+// The arguments of both decode kernels; the scratch is the decode region.
+DecodeLayerArgs decode_args(const StageContext& c, const Scratch& s) {
   const auto& p = c.problem;
   const auto& w = c.weights;
-  auto s = carve(c);
-  if (!s.ok()) return s.status();
   DecodeLayerArgs a;
   a.type = elem_of(p.activation_dtype);
   a.route = route_args(c);
@@ -601,11 +627,28 @@ Status decode_layer_stage(const StageContext& c) {
   a.no_combine = p.no_combine;
   a.out = c.outputs.out.data();
   a.act = c.buffers.gemm2_in.data();
+  a.scratch = s.decode;
+  a.scratch_bytes = s.decode_bytes;
+  return a;
+}
+
+// The whole layer for a few tokens in two launches (decode_layer.cuh).
+Status decode_layer_stage(const StageContext& c) {
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  DecodeLayerArgs a = decode_args(c, *s);
   const std::string_view split = knob_value(c, "decode.split", "");
-  a.split = split.empty() ? decode_default_split(p.hidden, p.intermediate) : std::stoi(std::string(split));
-  a.scratch = s->decode;
-  a.scratch_bytes = s->decode_bytes;
+  a.split = split.empty() ? decode_default_split(c.problem.hidden, c.problem.intermediate) : std::stoi(std::string(split));
   return launch_decode_layer(a, stream_of(c));
+}
+
+// The whole layer for one token: a reset launch and one GEMV kernel (decode_token.cu).
+Status decode_token_stage(const StageContext& c) {
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  DecodeLayerArgs a = decode_args(c, *s);
+  a.sm_count = device_sm_count();
+  return launch_decode_token(a, stream_of(c));
 }
 
 // ---- checks ----------------------------------------------------------------------------------------
@@ -649,6 +692,8 @@ Status register_cuda_backend(Registry& r) {
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
   r.set_knob_space(cuda, knob_space);
+  // The one-token kernel first: where both take a problem (T = 1), it is the one tried.
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_token", cuda, kDecodeLayerFormats, decode_token_declines, decode_token_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, kDecodeLayerFormats, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));

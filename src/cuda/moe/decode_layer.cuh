@@ -75,12 +75,6 @@ struct DecodeScratch {
   }
 };
 
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Every thread's global writes so far visible device-wide, then one arrival on `counter`; returns
 // the count before it (to thread 0 only; other threads get -1).
 __device__ __forceinline__ int block_arrive(int* counter) {
@@ -150,7 +144,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
       stream_mainloop<T, S>(smem, src, W, dry ? 0 : Kd, kt_begin, dry ? 1 : count, acc, [&] {
         // gemm2's rows need every gemm1 tile of this expert; its first weight stages are on their way.
         if (!first && !dry && row0 == begin && tid == 0)
-          while (load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);
+          while (detail::load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);
         __syncthreads();
         src.set_rows(rows, [&](int r) {
           if (dry) return X;

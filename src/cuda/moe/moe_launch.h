@@ -274,8 +274,9 @@ struct DecodeLayerArgs {
   void* out = nullptr;
   void* act = nullptr;      // [T*K, I] in `type`: gemm1's activated rows (gemm2_in)
   int split = 1;            // gemm2's K split (1..8): partial sums added in rank order by the combine
-  void* scratch = nullptr;  // decode_layer_scratch_bytes
+  void* scratch = nullptr;  // decode_layer_scratch_bytes (decode_token_scratch_bytes for the one-token kernel)
   size_t scratch_bytes = 0;
+  int sm_count = 0;  // the one-token kernel's grid: one CTA per SM
 };
 // The most tokens and routed slots (T*K) the decode layer takes.
 inline constexpr int64_t kDecodeMaxTokens = 32;
@@ -300,5 +301,19 @@ int decode_default_split(int64_t hidden, int64_t inter);
 // every rank with some k tiles (the launcher's check and the tuning knob's values).
 bool decode_split_is_legal(int64_t inter, int split);
 Status launch_decode_layer(const DecodeLayerArgs& a, void* stream);
+
+// ---- the whole layer for one token (decode_token.cu) ------------------------------------------------
+// A reset launch, then one kernel: every CTA routes the token, then the warps stream W13 and W2 as
+// GEMVs over dynamically handed-out rows (gemm1 + activation, then gemm2 + the combine in slot
+// order). Takes DecodeLayerArgs with route.tokens == 1; `split` and `act` are not used.
+inline constexpr int kDecodeTokenMaxSlots = 64;  // top_k: the slot tables live in shared memory
+// The shared memory the plan lets it take (decode_token_smem_bytes): within what both an sm_80 GPU
+// (A100: 163 KB per block) and Hopper (227 KB) allow, so a plan does not depend on which it is.
+inline constexpr int64_t kDecodeTokenSmemBudget = 160 * 1024;
+size_t decode_token_scratch_bytes(int top_k, int64_t inter);
+// Its dynamic shared memory: the hidden row and the act rows in float, the slot tables, and one warp's
+// routing scratch (route_smem_per_warp); the plan declines what does not fit.
+int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden, int64_t inter);
+Status launch_decode_token(const DecodeLayerArgs& a, void* stream);
 
 }  // namespace moekit::cuda::moe

@@ -146,8 +146,12 @@ __device__ __forceinline__ void warp_select(const double* s, uint8_t* flag, int 
   warp_select_smem(s, flag, n, k, chosen, lane);
 }
 
-// Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned).
-__device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane) {
+// Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned). The ids and
+// weights go to a.topk_ids / a.topk_weights (and the copies) when `store` is true, and to ids_out /
+// weights_out (shared memory, K entries) when those are given: the one-token kernel routes in every
+// CTA and only its first CTA stores.
+__device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane, bool store = true,
+                                        int* ids_out = nullptr, float* weights_out = nullptr) {
   const int E = a.experts, K = a.top_k, G = a.n_group;
   double* score = reinterpret_cast<double*>(smem);
   double* aux = score + E;
@@ -264,6 +268,9 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   for (int j = lane; j < K; j += 32) {
     const int32_t id = chosen[j];
     const float w = static_cast<float>(divide ? wsel[j] / sum : wsel[j]);
+    if (ids_out) ids_out[j] = id;
+    if (weights_out) weights_out[j] = w;
+    if (!store) continue;
     a.topk_ids[t * K + j] = id;
     a.topk_weights[t * K + j] = w;
     if (a.copy_ids) a.copy_ids[t * K + j] = id;

@@ -1,0 +1,158 @@
+// The one-token kernel (src/cuda/moe/decode_token.cu, "cuda.decode_token"): the default plan at
+// T = 1 wherever it takes the problem. Checked against the float64 oracle with moe_case.h's tolerance
+// for every option it takes, bitwise against itself across runs, in a CUDA graph replayed with new
+// routing (its ticket and counter must start from zero every replay), at its edges (no local expert
+// hit, one expert in every slot) and where it declines (the plan then runs another path).
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/moe/moe_launch.h"
+#include "moe_case.h"
+#include "moekit/runner.h"
+
+namespace moekit {
+namespace {
+
+constexpr const char* kToken = "cuda.decode_token";
+
+// The plan as the caller gets it (no fusion forced): the one-token kernel must be the one that runs.
+void expect_token_within_tolerance(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(c.name);
+  ASSERT_EQ(c.tokens, 1);
+  const Outcome o = run_case(c, seed);
+  EXPECT_EQ(o.steps, kToken) << c.name << ": the plan ran " << o.steps;
+  EXPECT_EQ(o.errors.non_finite, 0) << c.name;
+  EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
+  std::printf("  %-60s err %.3e  naive16 %.3e\n", c.name.c_str(), o.errors.gpu, o.errors.naive);
+}
+
+TEST(DecodeTokenCuda, OneTokenAtOddShapes) {
+  MOEKIT_REQUIRE_GPU();
+  // H = 264 and I = 136: 33 and 17 chunks of 16 bytes, so lanes end at different places in a row.
+  expect_token_within_tolerance({"softmax E8 K2 H264 I136", base_problem(8, 2, kH, kI), 1}, 500);
+  expect_token_within_tolerance({"one expert E1 K1", base_problem(1, 1, kH, kI), 1}, 501);
+  // Rows longer than one pass of the loads (gemm1: 2048 elements a pass; gemm2: 512), K over a
+  // group of four slots, bf16 and f16.
+  expect_token_within_tolerance({"softmax E16 K6 H4104 I1032 biases", base_problem(16, 6, 4104, 1032), 1, true}, 502);
+  Case f16{"f16 softmax E64 K8 H2048 I768", base_problem(64, 8, 2048, 768), 1};
+  f16.problem.activation_dtype = DType::kF16;
+  expect_token_within_tolerance(f16, 503);
+}
+
+TEST(DecodeTokenCuda, RoutingMethodsAndWideExperts) {
+  MOEKIT_REQUIRE_GPU();
+  Case ds{"deepseek E64 K6 groups8/3 scale2.5", base_problem(64, 6, kH, kI), 1};
+  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
+  ds.problem.routing.n_group = 8;
+  ds.problem.routing.topk_group = 3;
+  ds.problem.routing.routed_scaling_factor = 2.5f;
+  expect_token_within_tolerance(ds, 1);
+  Case mix{"topk_softmax E256 K10 H2880 I1408", base_problem(256, 10, 2880, 1408), 1};
+  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
+  expect_token_within_tolerance(mix, 2);
+  Case topk{"plain topk E64 K8 no renorm", base_problem(64, 8, kH, kI), 1};
+  topk.problem.routing.method = RoutingMethod::kTopK;
+  topk.problem.routing.renormalize = false;
+  expect_token_within_tolerance(topk, 3);
+  Case llama{"llama4 E16 K1 (weight on the output)", base_problem(16, 1, kH, kI), 1};
+  llama.problem.routing.method = RoutingMethod::kLlama4;
+  expect_token_within_tolerance(llama, 4);
+  expect_token_within_tolerance({"softmax E512 K8", base_problem(512, 8, kH, kI), 1}, 5);
+}
+
+TEST(DecodeTokenCuda, ActivationsLayoutsAndBiases) {
+  MOEKIT_REQUIRE_GPU();
+  expect_token_within_tolerance(gpt_oss_case(16, 4, 2880, 1408, 1), 6);
+  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
+                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
+    expect_token_within_tolerance(activation_case(a, 1), 7 + static_cast<int>(a));
+}
+
+TEST(DecodeTokenCuda, ExpertParallelNoCombineAndPreRouted) {
+  MOEKIT_REQUIRE_GPU();
+  expect_token_within_tolerance(expert_range_no_combine_case(1), 20);
+  expect_token_within_tolerance(expert_map_case(1), 21);
+  Case pre{"prerouted f16 relu2 E64 K8", base_problem(64, 8, kH, kI), 1};
+  pre.problem.input_format = InputFormat::kPreRouted;
+  pre.problem.activation_dtype = DType::kF16;
+  pre.problem.activation.kind = Activation::kReLU2;
+  expect_token_within_tolerance(pre, 22);
+}
+
+// PreRouted ids, written by the test: every slot on a remote expert (the output is zeros: every
+// element of the poisoned output is written), and one expert in every slot of the token.
+TEST(DecodeTokenCuda, NoLocalExpertAndRepeatedExperts) {
+  MOEKIT_REQUIRE_GPU();
+  for (bool no_combine : {false, true}) {
+    Case none{std::string("prerouted, only remote experts hit") + (no_combine ? ", no_combine" : ""), base_problem(8, 2, kH, kI), 1};
+    none.problem.input_format = InputFormat::kPreRouted;
+    none.problem.local_expert_begin = 4;
+    none.problem.num_local_experts = 4;
+    none.problem.no_combine = no_combine;
+    none.tweak = [](RandomLayer& l) {
+      auto* ids = l.topk_ids.data_as<int32_t>();
+      for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = static_cast<int32_t>(i % 4);
+    };
+    const Outcome o = run_case(none, 400);
+    EXPECT_EQ(o.steps, kToken);
+    ASSERT_FALSE(o.out.empty());
+    for (double v : o.out) ASSERT_EQ(v, 0.0) << none.name << ": poison or garbage left in the output";
+  }
+  Case repeated{"prerouted, expert 5 in every slot, E8 K4", base_problem(8, 4, kH, kI), 1, true};
+  repeated.problem.input_format = InputFormat::kPreRouted;
+  repeated.tweak = [](RandomLayer& l) {
+    auto* ids = l.topk_ids.data_as<int32_t>();
+    for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = 5;
+  };
+  expect_token_within_tolerance(repeated, 401);
+}
+
+TEST(DecodeTokenCuda, BitwiseStableAcrossRuns) {
+  MOEKIT_REQUIRE_GPU();
+  Case c{"deterministic E64 K8 I2048 biases", base_problem(64, 8, kH, 2048), 1, true};
+  c.problem.deterministic = true;
+  const Outcome a = run_case(c, 50), b = run_case(c, 50);
+  EXPECT_EQ(a.steps, kToken);
+  ASSERT_EQ(a.out.size(), b.out.size());
+  EXPECT_EQ(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)), 0);
+  EXPECT_LE(a.errors.gpu, 2 * a.errors.naive + 1e-6);
+}
+
+// What the kernel declines runs elsewhere, still correct: the router weight on the input, a top_k
+// over its slot tables, act rows over its shared-memory budget; and the stage pipeline when the
+// caller turns whole-layer kernels off.
+TEST(DecodeTokenCuda, DeclinedProblemsRunElsewhere) {
+  MOEKIT_REQUIRE_GPU();
+  std::vector<Case> cases;
+  Case on_input{"weight on input E16 K1", base_problem(16, 1, kH, kI), 1};
+  on_input.problem.apply_router_weight_on_input = true;
+  cases.push_back(on_input);
+  cases.push_back({"K65 E128", base_problem(128, cuda::moe::kDecodeTokenMaxSlots + 1, kH, kI), 1});
+  cases.push_back({"E8 K8 I8192: act rows over the budget", base_problem(8, 8, kH, 8192), 1});
+  Case off{"whole_layer off", base_problem(8, 2, kH, kI), 1};
+  off.fusions.whole_layer = Switch::kOff;
+  cases.push_back(off);
+  uint64_t seed = 600;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Outcome o = run_case(c, ++seed);
+    EXPECT_EQ(o.steps.find(kToken), std::string::npos) << c.name << ": " << o.steps;
+    EXPECT_EQ(o.errors.non_finite, 0);
+    EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name;
+  }
+}
+
+TEST(DecodeTokenCuda, GraphReplaysWithNewRouting) {
+  MOEKIT_REQUIRE_GPU();
+  MoeProblem p = base_problem(64, 6, kH, kI);
+  p.routing.method = RoutingMethod::kDeepSeekV3;
+  p.routing.n_group = 8;
+  p.routing.topk_group = 4;
+  expect_graph_replays_with_new_routing({.problem = p, .tokens = 1, .layer_seed = 62, .logits_seed = 90, .replays = 4, .first_step = kToken});
+}
+
+}  // namespace
+}  // namespace moekit
