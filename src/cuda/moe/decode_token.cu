@@ -31,7 +31,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -60,26 +59,20 @@ struct TokenScratch {
 };
 constexpr int64_t kActOffsetWords = 4;
 
-// Dynamic shared memory, in this order: the hidden row (float [H], gemm1) and the act rows (float
-// [K][I], gemm2) in one region, since gemm2 starts after every warp of the CTA is past gemm1; the slot
-// tables (int slot[K], int expert[K], float factor[K]); then warp 0's routing scratch, which the
-// warps' gemm2 staging reuses once routing is done (16 warps x K rows of I elements, when
-// `stage_bytes` is not 0).
+// Dynamic shared memory, in this order: the hidden row (float [H]), the act rows (float [K][I]),
+// the slot tables (int slot[K], int expert[K], float factor[K]) and warp 0's routing scratch.
 struct TokenSmemLayout {
-  int64_t x, act, slot, expert, factor, route, stage, stage_per_warp, bytes;
+  int64_t x, act, slot, expert, factor, route, bytes;
 };
-__host__ __device__ inline TokenSmemLayout token_smem_layout(int64_t hidden, int64_t inter, int top_k, size_t route_bytes,
-                                                             int64_t stage_per_warp) {
+__host__ __device__ inline TokenSmemLayout token_smem_layout(int64_t hidden, int64_t inter, int top_k, size_t route_bytes) {
   TokenSmemLayout l;
   l.x = 0;
-  l.act = 0;
-  l.slot = (max(hidden, top_k * inter) * 4 + 15) / 16 * 16;
+  l.act = (hidden * 4 + 15) / 16 * 16;
+  l.slot = l.act + (top_k * inter * 4 + 15) / 16 * 16;
   l.expert = l.slot + top_k * 4;
   l.factor = l.expert + top_k * 4;
   l.route = (l.factor + top_k * 4 + 15) / 16 * 16;
-  l.stage = l.route;
-  l.stage_per_warp = stage_per_warp;
-  l.bytes = l.route + max(static_cast<int64_t>(route_bytes), stage_per_warp * kThreads / 32);
+  l.bytes = l.route + static_cast<int64_t>(route_bytes);
   return l;
 }
 
@@ -255,28 +248,16 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       }
     }
   };
-  // ---- the hand-off: this warp's gemm1 count, its first gemm2 item's rows on their way (all of
-  // them into this warp's staging buffer when the launcher gave one, else the first group into
-  // registers), then the CTA waits for every gemm1 item.
+  // ---- the hand-off: this warp's gemm1 count, its first gemm2 rows into registers, then the CTA
+  // waits for every gemm1 item.
   if (lane == 0 && done > 0) {
     __threadfence();  // this warp's act stores before its count
     atomicAdd(s.done1, done);
   }
-  bool preloaded = false, staged = false;
-  T* wstage = reinterpret_cast<T*>(smem + L.stage + warp * L.stage_per_warp);
+  bool preloaded = false;
   if (t < n_items) {
-    const int64_t h = t - n1;
-    if (L.stage_per_warp > 0) {
-      for (int64_t f = lane; f < static_cast<int64_t>(nl) * c2; f += 32) {
-        const int64_t r = f / c2, c = f % c2;
-        detail::cp_async_16_stream(wstage + r * I + 8 * c, W2 + (static_cast<int64_t>(expert_of[r]) * H + h) * I + 8 * c, true, policy);
-      }
-      detail::cp_async_commit();
-      staged = true;
-    } else {
-      load_group(h, 0, 0);
-      preloaded = true;
-    }
+    load_group(t - n1, 0, 0);
+    preloaded = true;
     if (lane == 0) wants_g2_s = 1;
   }
   __syncthreads();
@@ -286,7 +267,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   __syncthreads();
   for (int64_t f = tid; f < n1 / 4; f += kThreads)  // I is a multiple of 8
     reinterpret_cast<float4*>(acts)[f] = __ldcg(reinterpret_cast<const float4*>(s.act) + f);
-  detail::cp_async_wait<0>();  // this thread's staged chunks; the barrier shows them to the warp
   __syncthreads();
 
   // ---- gemm2 + combine
@@ -299,17 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       float acc[kG2Rows] = {};
 #pragma unroll 1
       for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
-        if (staged) {
-#pragma unroll
-          for (int r = 0; r < kG2Rows; ++r)
-#pragma unroll
-            for (int q = 0; q < kG2Chunks; ++q) {
-              const int64_t c = c0 + lane + 32 * q;
-              v[r][q] = i0 + r < nl && c < c2 ? *reinterpret_cast<const uint4*>(wstage + (i0 + r) * I + 8 * c) : make_uint4(0, 0, 0, 0);
-            }
-        } else if (!preloaded) {
-          load_group(h, i0, c0);
-        }
+        if (!preloaded) load_group(h, i0, c0);
         preloaded = false;
 #pragma unroll
         for (int r = 0; r < kG2Rows; ++r)
@@ -334,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         }
       }
     }
-    preloaded = staged = false;  // only the first item was; nl == 0: nothing was consumed
+    preloaded = false;  // nl == 0: nothing was consumed
     if (lane == 0) {
       if (!a.no_combine) {
         out[h] = detail::from_float<T>(sum);
@@ -367,7 +337,7 @@ Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const Token
 size_t decode_token_scratch_bytes(int top_k, int64_t inter) { return static_cast<size_t>(kActOffsetWords + top_k * inter) * 4; }
 
 int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden, int64_t inter) {
-  return token_smem_layout(hidden, inter, top_k, route_smem_per_warp(experts, n_group), 0).bytes;
+  return token_smem_layout(hidden, inter, top_k, route_smem_per_warp(experts, n_group)).bytes;
 }
 
 Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
@@ -380,13 +350,7 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
     return Status::Internal("decode token kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " +
                             std::to_string(decode_token_scratch_bytes(K, a.inter)) + " needed");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
-  TokenSmemLayout L = token_smem_layout(a.hidden_size, a.inter, K, route_bytes, 0);
-  // Each warp stages its first gemm2 item (K rows of W2) in shared memory where that fits; else it
-  // loads the first group of those rows into registers.
-  const int64_t per_warp = static_cast<int64_t>(K) * a.inter * static_cast<int64_t>(a.type == Elem::kF32 ? 4 : 2);
-  const TokenSmemLayout staged = token_smem_layout(a.hidden_size, a.inter, K, route_bytes, per_warp);
-  static const bool stage_env = std::getenv("MOEKIT_TOKEN_STAGE") == nullptr || std::getenv("MOEKIT_TOKEN_STAGE")[0] != '0';
-  if (stage_env && staged.bytes <= max_smem_optin()) L = staged;
+  const TokenSmemLayout L = token_smem_layout(a.hidden_size, a.inter, K, route_bytes);
   if (L.bytes > max_smem_optin())
     return Status::Unsupported("decode token kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden row, act rows, routing) > this GPU's " +
                                std::to_string(max_smem_optin()));
