@@ -79,6 +79,12 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(knob_space({p, 33, {}}, *DeviceTarget::named("sm80")), "decode.split"), nullptr);
   EXPECT_EQ(find(gpu_space, "fusion.whole_layer")->heuristic, "off");  // preferred off for cost, forceable
   EXPECT_EQ(find(gpu_space, "fusion.whole_layer")->values, (std::vector<std::string>{"off", "on"}));
+  // At T = 1 the one-token kernel takes the layer by default ("off" runs the stages), and the decode
+  // layer's split, which it would not read, is not a knob.
+  const auto one = knob_space({p, 1, {}}, *DeviceTarget::named("sm80"));
+  EXPECT_EQ(find(one, "decode.split"), nullptr);
+  EXPECT_EQ(find(one, "fusion.whole_layer")->heuristic, "on");
+  EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {
