@@ -122,7 +122,7 @@ TEST(DecodeTokenCuda, BitwiseStableAcrossRuns) {
 }
 
 // What the kernel declines runs elsewhere, still correct: the router weight on the input, a top_k
-// over its slot tables, act rows over its shared-memory budget; and the stage pipeline when the
+// over its slot tables, a hidden row over its shared-memory budget; and the stage pipeline when the
 // caller turns whole-layer kernels off.
 TEST(DecodeTokenCuda, DeclinedProblemsRunElsewhere) {
   MOEKIT_REQUIRE_GPU();
@@ -131,7 +131,7 @@ TEST(DecodeTokenCuda, DeclinedProblemsRunElsewhere) {
   on_input.problem.apply_router_weight_on_input = true;
   cases.push_back(on_input);
   cases.push_back({"K65 E128", base_problem(128, cuda::moe::kDecodeTokenMaxSlots + 1, kH, kI), 1});
-  cases.push_back({"E8 K8 I8192: act rows over the budget", base_problem(8, 8, kH, 8192), 1});
+  cases.push_back({"E2 K1 H41984 I8: a hidden row over the budget", base_problem(2, 1, 41984, 8), 1});
   Case off{"whole_layer off", base_problem(8, 2, kH, kI), 1};
   off.fusions.whole_layer = Switch::kOff;
   cases.push_back(off);

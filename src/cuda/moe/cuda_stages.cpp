@@ -125,7 +125,7 @@ size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
   const PlanQuery q{p, tokens, {}};
   size_t bytes = 0;
   if (!decode_layer_declines(q)) bytes = decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit);
-  if (!decode_token_declines(q)) bytes = std::max(bytes, decode_token_scratch_bytes(p.top_k, p.intermediate));
+  if (!decode_token_declines(q)) bytes = std::max(bytes, decode_token_scratch_bytes(p.top_k, p.hidden, p.intermediate));
   return bytes;
 }
 
@@ -353,10 +353,10 @@ std::optional<std::string> decode_token_declines(const PlanQuery& q) {
   if (p.apply_router_weight_on_input)
     return std::string("apply_router_weight_on_input: gemm1 reads the hidden row as it is (the stage pipeline's expand applies the weight)");
   const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
-  const int64_t smem = decode_token_smem_bytes(p.num_experts, n_group, p.top_k, p.hidden, p.intermediate);
+  const int64_t smem = decode_token_smem_bytes(p.num_experts, n_group, p.top_k, p.hidden);
   if (smem > kDecodeTokenSmemBudget)
-    return fmt::format("{} bytes of shared memory (the hidden row, K={} act rows of I={} in float, the routing scratch) > {}", smem, p.top_k,
-                       p.intermediate, kDecodeTokenSmemBudget);
+    return fmt::format("{} bytes of shared memory (the hidden row of H={} in float, the slot tables, the routing scratch of E={}) > {}", smem,
+                       p.hidden, p.num_experts, kDecodeTokenSmemBudget);
   return std::nullopt;
 }
 

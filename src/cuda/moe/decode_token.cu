@@ -1,7 +1,7 @@
 // The whole MoE layer for one token (decode at batch 1) as a weight-streaming GEMV, in two launches:
 //
-//   decode_token_reset_kernel  one warp: waits for the previous kernel, lets the next one start, and
-//                              zeroes the count of finished gemm1 items.
+//   decode_token_reset_kernel  waits for the previous kernel, lets the next one start, and fills the
+//                              scratch's float rows (act, y) with a sentinel: "not written yet".
 //   decode_token_kernel        one CTA per SM, 16 warps, each warp on its own work items:
 //     routing   every CTA routes the token itself (warp 0, routing_device.cuh) while the other
 //               warps load the hidden row into shared memory: no kernel boundary between the router
@@ -9,19 +9,23 @@
 //     gemm1     item (local slot i, output j): the gate and up rows j of the slot's expert dotted with
 //               the hidden row, 16-byte weight loads straight into registers (no shared memory
 //               pipeline, no tensor cores: one token is one multiply-add per weight element), bias
-//               and activation on lane 0, the float result into `act` (scratch, [slots][I]).
-//     gemm2     item h: row h of W2 of every local slot's expert dotted with that slot's act row,
-//               plus bias, summed in slot order with the factor (routed_scaling_factor * weight):
-//               out[h], or out[slot][h] under no_combine. No atomics: bitwise deterministic.
+//               and activation on lane 0, the float result into act[i][j].
+//     gemm2     item (local slot i, 4 outputs h): rows h..h+3 of W2 of the slot's expert dotted with
+//               act[i], into y[i][h..h+3] (under no_combine: scaled, plus bias, into out[slot][h]).
+//     combine   item (4 outputs h): out[h] = the sum over local slots, in slot order, of
+//               factor * (y[i][h] + bias): no atomics, bitwise deterministic.
 //
-// Work items are walked statically: warp w of the grid's G warps takes items w, w + G, w + 2G, ...,
-// all gemm1 items first, then the gemm2 items (uniform items, so the walk is balanced; an atomic ticket
-// per item measured 39.9 against 36.5 us on Qwen3-30B-A3B: every ticket is an atomic on one address).
-// Before its CTA waits for gemm1, a warp loads the first rows of its first gemm2 item into registers
-// (they do not depend on gemm1), so the weight stream keeps going through the hand-off. The CTA then
-// waits until every gemm1 item is counted done, copies `act` into shared memory and runs its gemm2
-// items. No deadlock: a gemm2 item waits only on gemm1 items, which never wait, and the grid is one
-// CTA per SM that fits on an SM by itself, so every CTA runs once the kernel before it (PDL) leaves.
+// Work items are walked statically: warp w of the grid's G warps takes items w, w + G, w + 2G, ...
+// in the order gemm1, gemm2 (slot-major), combine (uniform items, so the walk is balanced; an atomic
+// ticket per item measured 39.9 against 36.5 us on Qwen3-30B-A3B: every ticket is an atomic on one
+// address). A consumer waits on the data itself, not on a counter: every float of act and y starts as
+// the sentinel (a NaN bit pattern no producer stores: a result with those bits is stored as another
+// NaN), a producer stores each value once, and a consumer re-reads (relaxed, from L2) until none of
+// its values is the sentinel. So a gemm2 item starts as soon as its slot's act row is complete,
+// with its weight loads already in flight, and no fence or barrier sits between the phases. No
+// deadlock: an item waits only on items of earlier phases, which every warp walks first, and the
+// grid is one CTA per SM that fits on an SM by itself, so every CTA runs once the kernel before it
+// (PDL) leaves.
 //
 // Why a GEMV and why here: at T = 1 the stage pipeline's time was mostly around its weight stream
 // (docs/perf-notes.md, steps 7-9): a routing kernel, a maps kernel, the hand-offs between kernels
@@ -52,23 +56,48 @@ constexpr int kThreads = 512;
 constexpr int kG1Chunks = 8;
 constexpr int kG2Rows = 4, kG2Chunks = 4;
 
-// The scratch: a counter (in a 16-byte header), then the float act rows.
+// The scratch: the float rows act [slots][I] and y [slots][H], each value the sentinel until written.
 struct TokenScratch {
-  int* done1;  // gemm1 items finished
-  float* act;  // [slots][I]
+  float* act;
+  float* y;
+  int64_t words;  // act and y together
 };
-constexpr int64_t kActOffsetWords = 4;
+constexpr uint32_t kUnwritten = 0xFFFFFFFFu;
 
-// Dynamic shared memory, in this order: the hidden row (float [H]), the act rows (float [K][I]),
-// the slot tables (int slot[K], int expert[K], float factor[K]) and warp 0's routing scratch.
+// A value as stored: never the sentinel's bits (a NaN stays a NaN).
+__device__ __forceinline__ float storable(float v) { return __float_as_uint(v) == kUnwritten ? __uint_as_float(0x7FFFFFFFu) : v; }
+
+__device__ __forceinline__ void store_relaxed(float* p, float v) {
+  asm volatile("st.relaxed.gpu.global.f32 [%0], %1;\n" ::"l"(p), "f"(storable(v)) : "memory");
+}
+__device__ __forceinline__ float4 load_relaxed4(const float* p) {
+  float4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ bool written(const float4& v) {
+  return (__float_as_uint(v.x) != kUnwritten) & (__float_as_uint(v.y) != kUnwritten) & (__float_as_uint(v.z) != kUnwritten) &
+         (__float_as_uint(v.w) != kUnwritten);
+}
+// p[0..4), once all four are written (p 16-byte aligned).
+__device__ __forceinline__ float4 wait_written4(const float* p) {
+  float4 v = load_relaxed4(p);
+  while (!written(v)) {
+    __nanosleep(32);
+    v = load_relaxed4(p);
+  }
+  return v;
+}
+
+// Dynamic shared memory, in this order: the hidden row (float [H]), the slot tables (int slot[K],
+// int expert[K], float factor[K]) and warp 0's routing scratch.
 struct TokenSmemLayout {
-  int64_t x, act, slot, expert, factor, route, bytes;
+  int64_t x, slot, expert, factor, route, bytes;
 };
-__host__ __device__ inline TokenSmemLayout token_smem_layout(int64_t hidden, int64_t inter, int top_k, size_t route_bytes) {
+__host__ __device__ inline TokenSmemLayout token_smem_layout(int64_t hidden, int top_k, size_t route_bytes) {
   TokenSmemLayout l;
   l.x = 0;
-  l.act = (hidden * 4 + 15) / 16 * 16;
-  l.slot = l.act + (top_k * inter * 4 + 15) / 16 * 16;
+  l.slot = (hidden * 4 + 15) / 16 * 16;
   l.expert = l.slot + top_k * 4;
   l.factor = l.expert + top_k * 4;
   l.route = (l.factor + top_k * 4 + 15) / 16 * 16;
@@ -111,17 +140,20 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__global__ void decode_token_reset_kernel(TokenScratch s) {
-  pdl_enter();
-  if (threadIdx.x == 0) *s.done1 = 0;
+constexpr int kResetThreads = 256;
+
+__global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(TokenScratch s) {
+  pdl_enter();  // the previous call's kernel may still read act and y
+  uint4* w = reinterpret_cast<uint4*>(s.act);  // act and y are contiguous, 16-byte aligned
+  const uint4 u = make_uint4(kUnwritten, kUnwritten, kUnwritten, kUnwritten);
+  for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ int n_local_s, wants_g2_s;
+  __shared__ int n_local_s;
   float* xs = reinterpret_cast<float*>(smem + L.x);
-  float* acts = reinterpret_cast<float*>(smem + L.act);
   int* slot_of = reinterpret_cast<int*>(smem + L.slot);      // local slot i -> its slot in [0, K)
   int* expert_of = reinterpret_cast<int*>(smem + L.expert);  // local slot i -> its local expert
   float* factor = reinterpret_cast<float*>(smem + L.factor); // local slot i -> scale * weight
@@ -174,23 +206,20 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       n += __popc(local);
       __syncwarp();
     }
-    if (lane == 0) {
-      n_local_s = n;
-      wants_g2_s = 0;
-    }
+    if (lane == 0) n_local_s = n;
   }
   __syncthreads();
   const int nl = n_local_s;
-  const int64_t n1 = static_cast<int64_t>(nl) * I, n_items = n1 + H;
+  const int64_t HB = (H + 3) / 4;  // blocks of 4 outputs
+  const int64_t n1 = static_cast<int64_t>(nl) * I, n2 = n1 + static_cast<int64_t>(nl) * HB, n_items = n2 + HB;
 
-  pdl_wait();  // the counters (the reset kernel), and every write below
+  pdl_wait();  // the sentinels (the reset kernel), and every write below
   pdl_launch_dependents();
 
   const uint64_t policy = detail::l2_evict_first_policy();
   const T* W13 = static_cast<const T*>(a.w13);
   const T* W2 = static_cast<const T*>(a.w2);
   const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
-  int done = 0;
   const int64_t G = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
   int64_t t = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + warp;  // this warp's first item
 
@@ -228,88 +257,67 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + gate_row);
         if (a.gated) au += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + up_row);
       }
-      s.act[static_cast<int64_t>(i) * I + j] = a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag);
+      store_relaxed(s.act + static_cast<int64_t>(i) * I + j, a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
     }
-    ++done;
     t += G;
   }
 
-  // gemm2 loads: the 16-byte chunks [c0, c0 + 32 kG2Chunks) of the rows of local slots [i0, i0 + kG2Rows)
-  // at output h, into v (zeros past the ends).
-  uint4 v[kG2Rows][kG2Chunks];
-  auto load_group = [&](int64_t h, int i0, int64_t c0) {
+  // ---- gemm2: item (slot i, rows h0..h0+3 of W2[expert]). The weight loads go out first; then the
+  // act row, waited for chunk by chunk.
+  T* out = static_cast<T*>(a.out);
+  while (t < n2) {
+    const int i = static_cast<int>((t - n1) / HB);
+    const int64_t h0 = (t - n1) % HB * 4;
+    const int e = expert_of[i];
+    const float* act = s.act + static_cast<int64_t>(i) * I;
+    float acc[kG2Rows] = {};
+#pragma unroll 1
+    for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
+      uint4 v[kG2Rows][kG2Chunks];
 #pragma unroll
-    for (int r = 0; r < kG2Rows; ++r) {
-      const T* w = i0 + r < nl ? W2 + (static_cast<int64_t>(expert_of[i0 + r]) * H + h) * I : nullptr;
+      for (int r = 0; r < kG2Rows; ++r) {
+        const T* w = W2 + (static_cast<int64_t>(e) * H + h0 + r) * I;
+#pragma unroll
+        for (int q = 0; q < kG2Chunks; ++q) {
+          const int64_t c = c0 + lane + 32 * q;
+          v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        }
+      }
 #pragma unroll
       for (int q = 0; q < kG2Chunks; ++q) {
         const int64_t c = c0 + lane + 32 * q;
-        v[r][q] = w && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        if (c >= c2) continue;
+        float xa[8];
+        *reinterpret_cast<float4*>(xa) = wait_written4(act + 8 * c);
+        *reinterpret_cast<float4*>(xa + 4) = wait_written4(act + 8 * c + 4);
+#pragma unroll
+        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], xa, acc[r]);
       }
     }
-  };
-  // ---- the hand-off: this warp's gemm1 count, its first gemm2 rows into registers, then the CTA
-  // waits for every gemm1 item.
-  if (lane == 0 && done > 0) {
-    __threadfence();  // this warp's act stores before its count
-    atomicAdd(s.done1, done);
-  }
-  bool preloaded = false;
-  if (t < n_items) {
-    load_group(t - n1, 0, 0);
-    preloaded = true;
-    if (lane == 0) wants_g2_s = 1;
-  }
-  __syncthreads();
-  if (!wants_g2_s) return;  // the whole CTA: no gemm2 item here
-  if (tid == 0)
-    while (detail::load_acquire(s.done1) < n1) __nanosleep(32);
-  __syncthreads();
-  for (int64_t f = tid; f < n1 / 4; f += kThreads)  // I is a multiple of 8
-    reinterpret_cast<float4*>(acts)[f] = __ldcg(reinterpret_cast<const float4*>(s.act) + f);
-  __syncthreads();
-
-  // ---- gemm2 + combine
-  T* out = static_cast<T*>(a.out);
-  while (t < n_items) {
-    const int64_t h = t - n1;
-    float sum = 0.f;
-#pragma unroll 1
-    for (int i0 = 0; i0 < nl; i0 += kG2Rows) {
-      float acc[kG2Rows] = {};
-#pragma unroll 1
-      for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
-        if (!preloaded) load_group(h, i0, c0);
-        preloaded = false;
 #pragma unroll
-        for (int r = 0; r < kG2Rows; ++r)
+    for (int r = 0; r < kG2Rows; ++r) acc[r] = warp_sum(acc[r]);
+    if (lane < kG2Rows && h0 + lane < H) {
+      float y = acc[0];
 #pragma unroll
-          for (int q = 0; q < kG2Chunks; ++q) {
-            const int64_t c = c0 + lane + 32 * q;
-            if (i0 + r < nl && c < c2) acc[r] = dot8<T>(v[r][q], acts + (i0 + r) * I + 8 * c, acc[r]);
-          }
-      }
-#pragma unroll
-      for (int r = 0; r < kG2Rows; ++r) acc[r] = warp_sum(acc[r]);
-      if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < kG2Rows; ++r) {
-          if (i0 + r >= nl) continue;
-          float y = acc[r];
-          if (a.w2_bias) y += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(expert_of[i0 + r]) * H + h);
-          if (a.no_combine)
-            out[static_cast<int64_t>(slot_of[i0 + r]) * H + h] = detail::from_float<T>(fmaf(factor[i0 + r], y, 0.f));
-          else
-            sum = fmaf(factor[i0 + r], y, sum);
-        }
-      }
-    }
-    preloaded = false;  // nl == 0: nothing was consumed
-    if (lane == 0) {
-      if (!a.no_combine) {
-        out[h] = detail::from_float<T>(sum);
+      for (int r = 1; r < kG2Rows; ++r)
+        if (lane == r) y = acc[r];
+      const int64_t h = h0 + lane;
+      if (a.no_combine) {
+        if (a.w2_bias) y += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(e) * H + h);
+        out[static_cast<int64_t>(slot_of[i]) * H + h] = detail::from_float<T>(fmaf(factor[i], y, 0.f));
       } else {
-        // The rows of slots whose expert is not local are zeros.
+        store_relaxed(s.y + static_cast<int64_t>(i) * H + h, y);
+      }
+    }
+    t += G;
+  }
+
+  // ---- combine: item (outputs h0..h0+3), a lane per output.
+  while (t < n_items) {
+    const int64_t h = (t - n2) * 4 + lane;
+    if (lane < 4 && h < H) {
+      if (a.no_combine) {
+        // The rows of slots whose expert is not local are zeros (the local ones are gemm2's).
         for (int k = 0, i = 0; k < K; ++k) {
           if (i < nl && slot_of[i] == k) {
             ++i;
@@ -317,6 +325,20 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
           }
           out[static_cast<int64_t>(k) * H + h] = detail::from_float<T>(0.f);
         }
+      } else {
+        float sum = 0.f;
+        for (int i = 0; i < nl; ++i) {
+          const float* p = s.y + static_cast<int64_t>(i) * H + h;
+          float y = 0.f;
+          asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y) : "l"(p) : "memory");
+          while (__float_as_uint(y) == kUnwritten) {
+            __nanosleep(32);
+            asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y) : "l"(p) : "memory");
+          }
+          if (a.w2_bias) y += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(expert_of[i]) * H + h);
+          sum = fmaf(factor[i], y, sum);
+        }
+        out[h] = detail::from_float<T>(sum);
       }
     }
     t += G;
@@ -334,10 +356,10 @@ Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const Token
 
 }  // namespace
 
-size_t decode_token_scratch_bytes(int top_k, int64_t inter) { return static_cast<size_t>(kActOffsetWords + top_k * inter) * 4; }
+size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter) { return static_cast<size_t>(top_k * (inter + hidden)) * 4; }
 
-int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden, int64_t inter) {
-  return token_smem_layout(hidden, inter, top_k, route_smem_per_warp(experts, n_group)).bytes;
+int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden) {
+  return token_smem_layout(hidden, top_k, route_smem_per_warp(experts, n_group)).bytes;
 }
 
 Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
@@ -346,17 +368,21 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
     return Status::Unsupported("decode token kernel: T=" + std::to_string(a.route.tokens) + " (it runs exactly one token)");
   if (K > kDecodeTokenMaxSlots)
     return Status::Unsupported("decode token kernel: top_k=" + std::to_string(K) + " > " + std::to_string(kDecodeTokenMaxSlots));
-  if (a.scratch_bytes < decode_token_scratch_bytes(K, a.inter))
-    return Status::Internal("decode token kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " +
-                            std::to_string(decode_token_scratch_bytes(K, a.inter)) + " needed");
+  const size_t need = decode_token_scratch_bytes(K, a.hidden_size, a.inter);
+  if (a.scratch_bytes < need)
+    return Status::Internal("decode token kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
+  if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal("decode token kernel: scratch not 16-byte aligned");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
-  const TokenSmemLayout L = token_smem_layout(a.hidden_size, a.inter, K, route_bytes);
+  const TokenSmemLayout L = token_smem_layout(a.hidden_size, K, route_bytes);
   if (L.bytes > max_smem_optin())
-    return Status::Unsupported("decode token kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden row, act rows, routing) > this GPU's " +
+    return Status::Unsupported("decode token kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden row, slot tables, routing) > this GPU's " +
                                std::to_string(max_smem_optin()));
-  int* w = static_cast<int*>(a.scratch);
-  const TokenScratch s{w, reinterpret_cast<float*>(w + kActOffsetWords)};
-  MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_token_reset_kernel", decode_token_reset_kernel, {dim3(1), dim3(32), 0}, stream, s));
+  float* f = static_cast<float*>(a.scratch);
+  const int64_t words = static_cast<int64_t>(K) * (a.inter + a.hidden_size);  // a multiple of 8: I and H are
+  const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words};
+  const int64_t reset_ctas = std::clamp<int64_t>(ceil_div(words / 4, kResetThreads), 1, std::max(a.sm_count, 1));
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_token_reset_kernel", decode_token_reset_kernel,
+                                       {dim3(static_cast<unsigned>(reset_ctas)), dim3(kResetThreads), 0}, stream, s));
   if (a.type == Elem::kBF16) return launch_typed<__nv_bfloat16>(a, s, L, stream);
   if (a.type == Elem::kF16) return launch_typed<__half>(a, s, L, stream);
   return Status::Unsupported("decode token kernel: the CUDA kernels take f16 or bf16 activations");

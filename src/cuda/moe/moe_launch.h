@@ -304,16 +304,18 @@ Status launch_decode_layer(const DecodeLayerArgs& a, void* stream);
 
 // ---- the whole layer for one token (decode_token.cu) ------------------------------------------------
 // A reset launch, then one kernel: every CTA routes the token, then the warps stream W13 and W2 as
-// GEMVs over dynamically handed-out rows (gemm1 + activation, then gemm2 + the combine in slot
-// order). Takes DecodeLayerArgs with route.tokens == 1; `split` and `act` are not used.
+// GEMVs over statically walked rows (gemm1 + activation, gemm2, then the combine in slot order),
+// each waiting on the values it reads, not on a barrier. Takes DecodeLayerArgs with route.tokens == 1;
+// `split` and `act` are not used.
 inline constexpr int kDecodeTokenMaxSlots = 64;  // top_k: the slot tables live in shared memory
 // The shared memory the plan lets it take (decode_token_smem_bytes): within what both an sm_80 GPU
 // (A100: 163 KB per block) and Hopper (227 KB) allow, so a plan does not depend on which it is.
 inline constexpr int64_t kDecodeTokenSmemBudget = 160 * 1024;
-size_t decode_token_scratch_bytes(int top_k, int64_t inter);
-// Its dynamic shared memory: the hidden row and the act rows in float, the slot tables, and one warp's
-// routing scratch (route_smem_per_warp); the plan declines what does not fit.
-int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden, int64_t inter);
+// Its scratch: float act rows [K][I] and gemm2 rows [K][H].
+size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter);
+// Its dynamic shared memory: the hidden row in float, the slot tables, and one warp's routing scratch
+// (route_smem_per_warp); the plan declines what does not fit.
+int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden);
 Status launch_decode_token(const DecodeLayerArgs& a, void* stream);
 
 }  // namespace moekit::cuda::moe
