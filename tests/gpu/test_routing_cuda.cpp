@@ -29,7 +29,9 @@ struct RouteCase {
   bool renormalize = true;
 };
 
-enum class OneRow { kMixed, kAllNan, kAllEqual };
+// kUnderflow and kBelowDouble fill every row (not only a single token's): different logits whose
+// probabilities tie, which the router's selection on logits must hand to its full path.
+enum class OneRow { kMixed, kAllNan, kAllEqual, kUnderflow, kBelowDouble };
 
 // Logits from a handful of levels so that equal scores are common, with NaN, signed zeros and
 // -inf sprinkled in at fixed rates. `one` picks what a single token's row holds (decode's case, so it
@@ -51,8 +53,21 @@ std::vector<float> tie_heavy_logits(int64_t T, int E, uint64_t seed, OneRow one 
     for (int e = 0; e < E; ++e) v[static_cast<size_t>(E + e)] = std::numeric_limits<float>::quiet_NaN();
     for (int e = 0; e < E; ++e) v[static_cast<size_t>(2 * E + e)] = 1.0f;
   }
-  if (T == 1 && one != OneRow::kMixed)
+  if (T == 1 && (one == OneRow::kAllNan || one == OneRow::kAllEqual))
     for (int e = 0; e < E; ++e) v[static_cast<size_t>(e)] = one == OneRow::kAllNan ? std::numeric_limits<float>::quiet_NaN() : 1.0f;
+  // Every row: one logit at 0 and the rest spread over [-2000, -800] (their probabilities are all 0:
+  // tied, so the reference takes them by id), or all within 1e-28 of each other (exp() of their
+  // differences is 1.0 in double: all tied).
+  if (one == OneRow::kUnderflow || one == OneRow::kBelowDouble) {
+    std::uniform_int_distribution<int> spread(0, 1 << 20);
+    for (int64_t t = 0; t < T; ++t)
+      for (int e = 0; e < E; ++e) {
+        const float r = static_cast<float>(spread(rng));
+        v[static_cast<size_t>(t * E + e)] = one == OneRow::kUnderflow ? -800.0f - r * (1200.0f / (1 << 20)) : r * 1e-34f;
+      }
+    if (one == OneRow::kUnderflow)
+      for (int64_t t = 0; t < T; ++t) v[static_cast<size_t>(t * E + (t * 7) % E)] = 0.0f;
+  }
   return v;
 }
 
@@ -144,6 +159,20 @@ TEST(RoutingCuda, TiesNanAndSignedZerosMatchTheReferenceAtEveryWidth) {
     check_case(c, 1, seed++, OneRow::kAllNan);
     check_case(c, 1, seed++, OneRow::kAllEqual);
   }
+}
+
+// softmax_topk selects on the logits when it can (routing_device.cuh); where different logits give
+// tied probabilities it must take the full path and give the reference's ids (the lowest ids among
+// the tied). topk_softmax ranks the logits themselves, so these rows are not ties for it.
+TEST(RoutingCuda, TiedProbabilitiesOfDifferentLogitsMatchTheReference) {
+  MOEKIT_REQUIRE_GPU();
+  uint64_t seed = 900;
+  for (int E : {8, 64, 128, 256, 512})
+    for (RoutingMethod m : {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax}) {
+      const RouteCase c{std::string(m == RoutingMethod::kSoftmaxTopK ? "softmax_topk" : "topk_softmax") + " E" + std::to_string(E) + " K6", E, 6, m};
+      for (OneRow kind : {OneRow::kUnderflow, OneRow::kBelowDouble})
+        for (int64_t T : {1, 5}) check_case(c, T, seed++, kind);
+    }
 }
 
 }  // namespace

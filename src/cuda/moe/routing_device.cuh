@@ -146,6 +146,105 @@ __device__ __forceinline__ void warp_select(const double* s, uint8_t* flag, int 
   warp_select_smem(s, flag, n, k, chosen, lane);
 }
 
+// ---- the fast path: selection on the logits ---------------------------------------------------------
+// softmax_topk (renormalized) and topk_softmax rank the experts by their logits: softmax is monotonic,
+// so the top K of the probabilities are the top K of the logits, unless two different logits give
+// equal probabilities (underflow, or a difference below double precision), which the check below
+// hands to the full path. Then a token's chain is K selection rounds on 32-bit keys held in
+// registers and one exp and one division per slot lane, instead of E exps and E divisions in double
+// through shared memory: less code run once per launch (docs/perf-notes.md, step 8) and a shorter
+// dependent chain. Any NaN or infinite logit takes the full path as well.
+
+// A 32-bit key whose unsigned order is the order of finite floats, -0 the key of +0; never 0.
+__device__ __forceinline__ uint32_t float_key(float f) {
+  const uint32_t u = __float_as_uint(f == 0.f ? 0.f : f);
+  return (u >> 31) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float key_float(uint32_t k) { return __uint_as_float((k >> 31) ? (k & 0x7FFFFFFFu) : ~k); }
+
+// Routes token t on its logits when it can (see above); false: nothing was written, take the full path.
+// N: keys per lane (E <= 32 N); K < 32.
+template <int N>
+__device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out) {
+  const int E = a.experts, K = a.top_k;
+  const bool softmax_first = static_cast<RoutingMethod>(a.method) == RoutingMethod::kSoftmaxTopK;
+  uint32_t key[N];
+  bool finite = true;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const int i = lane + 32 * j;
+    float f = 0.f;
+    if (i < E)
+      f = a.logits_type == Elem::kBF16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(a.logits)[t * E + i])
+                                       : static_cast<const float*>(a.logits)[t * E + i];
+    finite = finite && isfinite(f);
+    key[j] = i < E ? float_key(f) : 0u;
+  }
+  if (!__all_sync(0xFFFFFFFFu, finite)) return false;
+  // Round r's winner: the largest key, the lowest id among equal keys (the reference's order); lane r
+  // keeps its logit and id. softmax_topk takes one round more, for the check.
+  const int rounds = min(E, K + (softmax_first ? 1 : 0));
+  float logit = 0.f;
+  int id = -1;
+#pragma unroll 1
+  for (int r = 0; r < rounds; ++r) {
+    uint32_t best = 0;
+    int bj = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+      if (key[j] > best) best = key[j], bj = j;
+    const uint32_t top = __reduce_max_sync(0xFFFFFFFFu, best);
+    const uint32_t win = __reduce_min_sync(0xFFFFFFFFu, best == top ? static_cast<uint32_t>(lane + 32 * bj) : 0xFFFFFFFFu);
+    if (lane == static_cast<int>(win % 32)) {
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+        if (j == static_cast<int>(win / 32)) key[j] = 0;
+    }
+    if (lane == r) {
+      logit = key_float(top);
+      id = static_cast<int>(win);
+    }
+  }
+  // e = exp(logit - the largest logit) in double, as the reference computes it.
+  const double e = exp(static_cast<double>(logit) - static_cast<double>(__shfl_sync(0xFFFFFFFFu, logit, 0)));
+  if (softmax_first) {
+    // The reference ranks probabilities: two different logits must give clearly different ones.
+    const double e_prev = __shfl_up_sync(0xFFFFFFFFu, e, 1);
+    const float l_prev = __shfl_up_sync(0xFFFFFFFFu, logit, 1);
+    const bool tie = lane >= 1 && lane < rounds && l_prev != logit && !(e_prev - e > e_prev * 0x1p-40);
+    if (__any_sync(0xFFFFFFFFu, tie)) return false;
+  }
+  // The weights: e over the sum of the K slots' e in slot order (every lane sums in the same order).
+  double sum = 0.0;
+  for (int j = 0; j < K; ++j) sum += __shfl_sync(0xFFFFFFFFu, e, j);
+  if (lane < K) {
+    const float w = static_cast<float>(e / sum);
+    if (ids_out) ids_out[lane] = id;
+    if (weights_out) weights_out[lane] = w;
+    if (store) {
+      a.topk_ids[t * K + lane] = id;
+      a.topk_weights[t * K + lane] = w;
+      if (a.copy_ids) a.copy_ids[t * K + lane] = id;
+      if (a.copy_weights) a.copy_weights[t * K + lane] = w;
+    }
+  }
+  __syncwarp();
+  return true;
+}
+
+__device__ inline bool try_route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out) {
+  const auto method = static_cast<RoutingMethod>(a.method);
+  const bool takes = method == RoutingMethod::kTopKSoftmax || (method == RoutingMethod::kSoftmaxTopK && a.renormalize);
+  if (!takes || a.top_k >= 32) return false;
+  const int E = a.experts;
+  if (E <= 32) return route_on_logits<1>(a, t, lane, store, ids_out, weights_out);
+  if (E <= 64) return route_on_logits<2>(a, t, lane, store, ids_out, weights_out);
+  if (E <= 128) return route_on_logits<4>(a, t, lane, store, ids_out, weights_out);
+  if (E <= 256) return route_on_logits<8>(a, t, lane, store, ids_out, weights_out);
+  if (E <= 512) return route_on_logits<16>(a, t, lane, store, ids_out, weights_out);
+  return false;
+}
+
 // Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned). The ids and
 // weights go to a.topk_ids / a.topk_weights (and the copies) when `store` is true, and to ids_out /
 // weights_out (shared memory, K entries) when those are given: the one-token kernel routes in every
@@ -161,6 +260,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   uint8_t* flag = reinterpret_cast<uint8_t*>(chosen + E);
   uint8_t* gflag = flag + E;
   const auto method = static_cast<RoutingMethod>(a.method);
+  if (try_route_on_logits(a, t, lane, store, ids_out, weights_out)) return;
 
   // Four loads in flight per lane before any store: the stores go through a generic pointer the
   // compiler cannot prove apart from the logits, so a plain loop would wait out each load in turn.
