@@ -35,6 +35,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -54,7 +55,7 @@ constexpr int kThreads = 512;
 // 16-byte weight chunks a lane has in flight per pass: gemm1 two rows (gate, up) of 8 chunks each;
 // gemm2 four slots' rows of 4 chunks each. 16 loads = 256 bytes a lane, 128 KB an SM in flight.
 constexpr int kG1Chunks = 8;
-constexpr int kG2Rows = 4, kG2Chunks = 4;
+constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
 // The scratch: the float rows act [slots][I] and y [slots][H], each value the sentinel until written.
 struct TokenScratch {
@@ -114,10 +115,9 @@ __device__ __forceinline__ uint4 load_stream(const void* p, uint64_t policy) {
 }
 
 
-// acc += the 8 elements of chunk w (type T) times x[0..8) (shared memory, 16-byte aligned).
+// acc += the 8 elements of chunk w (type T) times x0, x1.
 template <typename T>
-__device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc) {
-  const float4 x0 = reinterpret_cast<const float4*>(x)[0], x1 = reinterpret_cast<const float4*>(x)[1];
+__device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const float4& x1, float acc) {
   float a, b;
   detail::unpack2<T>(w.x, a, b);
   acc = fmaf(a, x0.x, acc);
@@ -132,6 +132,11 @@ __device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc)
   acc = fmaf(a, x1.z, acc);
   acc = fmaf(b, x1.w, acc);
   return acc;
+}
+// The same with x[0..8) in shared memory (16-byte aligned).
+template <typename T>
+__device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc) {
+  return dot8<T>(w, reinterpret_cast<const float4*>(x)[0], reinterpret_cast<const float4*>(x)[1], acc);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -149,7 +154,7 @@ __global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(Token
   for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
 }
 
-template <typename T>
+template <typename T, int kG2Rows, int kG2Chunks>
 __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_local_s;
@@ -210,8 +215,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   }
   __syncthreads();
   const int nl = n_local_s;
-  const int64_t HB = (H + 3) / 4;  // blocks of 4 outputs
-  const int64_t n1 = static_cast<int64_t>(nl) * I, n2 = n1 + static_cast<int64_t>(nl) * HB, n_items = n2 + HB;
+  const int64_t HB = (H + kG2Rows - 1) / kG2Rows, HC = (H + kCombineOutputs - 1) / kCombineOutputs;  // gemm2, combine blocks
+  const int64_t n1 = static_cast<int64_t>(nl) * I, n2 = n1 + static_cast<int64_t>(nl) * HB, n_items = n2 + HC;
 
   pdl_wait();  // the sentinels (the reset kernel), and every write below
   pdl_launch_dependents();
@@ -267,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   T* out = static_cast<T*>(a.out);
   while (t < n2) {
     const int i = static_cast<int>((t - n1) / HB);
-    const int64_t h0 = (t - n1) % HB * 4;
+    const int64_t h0 = (t - n1) % HB * kG2Rows;
     const int e = expert_of[i];
     const float* act = s.act + static_cast<int64_t>(i) * I;
     float acc[kG2Rows] = {};
@@ -287,11 +292,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       for (int q = 0; q < kG2Chunks; ++q) {
         const int64_t c = c0 + lane + 32 * q;
         if (c >= c2) continue;
-        float xa[8];
-        *reinterpret_cast<float4*>(xa) = wait_written4(act + 8 * c);
-        *reinterpret_cast<float4*>(xa + 4) = wait_written4(act + 8 * c + 4);
+        const float4 x0 = wait_written4(act + 8 * c), x1 = wait_written4(act + 8 * c + 4);
 #pragma unroll
-        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], xa, acc[r]);
+        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], x0, x1, acc[r]);
       }
     }
 #pragma unroll
@@ -314,8 +317,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 
   // ---- combine: item (outputs h0..h0+3), a lane per output.
   while (t < n_items) {
-    const int64_t h = (t - n2) * 4 + lane;
-    if (lane < 4 && h < H) {
+    const int64_t h = (t - n2) * kCombineOutputs + lane;
+    if (lane < kCombineOutputs && h < H) {
       if (a.no_combine) {
         // The rows of slots whose expert is not local are zeros (the local ones are gemm2's).
         for (int k = 0, i = 0; k < K; ++k) {
@@ -347,7 +350,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokenSmemLayout& L, void* stream) {
-  auto kernel = decode_token_kernel<T>;
+  static const int g2 = std::getenv("MOEKIT_TOKEN_G2") ? std::atoi(std::getenv("MOEKIT_TOKEN_G2")) : 4;
+  auto kernel = g2 == 5 ? decode_token_kernel<T, 5, 3> : g2 == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 4>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   // One CTA per SM: more would only wait for a slot (the items are handed out dynamically anyway).
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
