@@ -35,7 +35,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -52,6 +51,7 @@ namespace moekit::cuda::moe {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kWarpsPerCta = kThreads / 32;
 // 16-byte weight chunks a lane has in flight per pass: gemm1 two rows (gate, up) of 8 chunks each;
 // gemm2 four slots' rows of 4 chunks each. 16 loads = 256 bytes a lane, 128 KB an SM in flight.
 constexpr int kG1Chunks = 8;
@@ -80,16 +80,6 @@ __device__ __forceinline__ bool written(const float4& v) {
   return (__float_as_uint(v.x) != kUnwritten) & (__float_as_uint(v.y) != kUnwritten) & (__float_as_uint(v.z) != kUnwritten) &
          (__float_as_uint(v.w) != kUnwritten);
 }
-// p[0..4), once all four are written (p 16-byte aligned).
-__device__ __forceinline__ float4 wait_written4(const float* p) {
-  float4 v = load_relaxed4(p);
-  while (!written(v)) {
-    __nanosleep(32);
-    v = load_relaxed4(p);
-  }
-  return v;
-}
-
 // Dynamic shared memory, in this order: the hidden row (float [H]), the slot tables (int slot[K],
 // int expert[K], float factor[K]) and warp 0's routing scratch.
 struct TokenSmemLayout {
@@ -288,13 +278,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
           v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
         }
       }
+      // This lane's act chunks, all loads out before any check: one L2 round trip, not one per chunk.
+      // Re-read until none is the sentinel (usually at once: the walk runs a slot's gemm1 items
+      // before its gemm2 items).
+      float4 x[kG2Chunks][2];
+      bool ready = false;
+      while (true) {
+#pragma unroll
+        for (int q = 0; q < kG2Chunks; ++q) {
+          const int64_t c = c0 + lane + 32 * q;
+          const float* p = act + 8 * (c < c2 ? c : 0);
+          x[q][0] = load_relaxed4(p);
+          x[q][1] = load_relaxed4(p + 4);
+        }
+        ready = true;
+#pragma unroll
+        for (int q = 0; q < kG2Chunks; ++q) ready = ready && written(x[q][0]) && written(x[q][1]);
+        if (ready) break;
+        __nanosleep(32);
+      }
 #pragma unroll
       for (int q = 0; q < kG2Chunks; ++q) {
-        const int64_t c = c0 + lane + 32 * q;
-        if (c >= c2) continue;
-        const float4 x0 = wait_written4(act + 8 * c), x1 = wait_written4(act + 8 * c + 4);
+        if (c0 + lane + 32 * q >= c2) continue;
 #pragma unroll
-        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], x0, x1, acc[r]);
+        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], x[q][0], x[q][1], acc[r]);
       }
     }
 #pragma unroll
@@ -329,17 +336,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
           out[static_cast<int64_t>(k) * H + h] = detail::from_float<T>(0.f);
         }
       } else {
+        // The slots' values 8 at a time, all loads out before any check, then summed in slot order.
         float sum = 0.f;
-        for (int i = 0; i < nl; ++i) {
-          const float* p = s.y + static_cast<int64_t>(i) * H + h;
-          float y = 0.f;
-          asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y) : "l"(p) : "memory");
-          while (__float_as_uint(y) == kUnwritten) {
+        for (int i0 = 0; i0 < nl; i0 += 8) {
+          float y[8];
+          bool ready = false;
+          while (true) {
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+              const float* p = s.y + static_cast<int64_t>(i0 + u < nl ? i0 + u : i0) * H + h;
+              asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y[u]) : "l"(p) : "memory");
+            }
+            ready = true;
+#pragma unroll
+            for (int u = 0; u < 8; ++u) ready = ready && __float_as_uint(y[u]) != kUnwritten;
+            if (ready) break;
             __nanosleep(32);
-            asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y) : "l"(p) : "memory");
           }
-          if (a.w2_bias) y += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(expert_of[i]) * H + h);
-          sum = fmaf(factor[i], y, sum);
+#pragma unroll
+          for (int u = 0; u < 8; ++u) {
+            if (i0 + u >= nl) continue;
+            float v = y[u];
+            if (a.w2_bias) v += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(expert_of[i0 + u]) * H + h);
+            sum = fmaf(factor[i0 + u], v, sum);
+          }
         }
         out[h] = detail::from_float<T>(sum);
       }
@@ -348,12 +368,22 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   }
 }
 
+// gemm2's rows per item, 4 or 6: the one that gives the busiest warp the fewest rows, counting K
+// local slots (Expert parallelism hits fewer; the walk deals the items round robin). Measured on the
+// H200 with the act loads one chunk at a time (call 11): GPT-OSS-120B T=1 57.4 us with 6 rows against
+// 61.5 with 4 (2,880 items of 4 rows on 2,112 warps give some warps two); Qwen3-30B-A3B 29.0 with 4
+// against 31.3 with 6 (4,096 items of 4 rows: two per warp, evenly).
+int gemm2_rows_per_item(int top_k, int64_t hidden, int64_t warps) {
+  auto busiest = [&](int64_t rows) { return ceil_div(top_k * ceil_div(hidden, rows), warps) * rows; };
+  return busiest(6) < busiest(4) ? 6 : 4;
+}
+
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokenSmemLayout& L, void* stream) {
-  static const int g2 = std::getenv("MOEKIT_TOKEN_G2") ? std::atoi(std::getenv("MOEKIT_TOKEN_G2")) : 4;
-  auto kernel = g2 == 5 ? decode_token_kernel<T, 5, 3> : g2 == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 4>;
+  const int rows = gemm2_rows_per_item(a.route.top_k, a.hidden_size, std::max(a.sm_count, 1) * kWarpsPerCta);
+  auto kernel = rows == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 3>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
-  // One CTA per SM: more would only wait for a slot (the items are handed out dynamically anyway).
+  // One CTA per SM (the walk needs every CTA resident; more would only wait for a slot).
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
   return launch_kernel("decode_token_kernel", kernel, shape, stream, a, s, L);
 }
