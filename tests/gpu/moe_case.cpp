@@ -100,6 +100,29 @@ Case expert_map_case(int64_t T) {
   return c;
 }
 
+Case only_remote_experts_case(int64_t T, bool no_combine) {
+  Case c{fmt::format("prerouted, only remote experts hit{}, T{}", no_combine ? ", no_combine" : "", T), base_problem(8, 2, kH, kI), T};
+  c.problem.input_format = InputFormat::kPreRouted;
+  c.problem.local_expert_begin = 4;
+  c.problem.num_local_experts = 4;
+  c.problem.no_combine = no_combine;
+  c.tweak = [](RandomLayer& l) {
+    auto* ids = l.topk_ids.data_as<int32_t>();
+    for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = static_cast<int32_t>(i % 4);
+  };
+  return c;
+}
+
+Case one_expert_in_every_slot_case(int64_t T) {
+  Case c{fmt::format("prerouted, expert 5 in every slot, E8 K4 T{}", T), base_problem(8, 4, kH, kI), T, true};
+  c.problem.input_format = InputFormat::kPreRouted;
+  c.tweak = [](RandomLayer& l) {
+    auto* ids = l.topk_ids.data_as<int32_t>();
+    for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = 5;
+  };
+  return c;
+}
+
 Outcome run_case(const Case& c, uint64_t seed) {
   Outcome result;
   MoeProblem p = c.problem;

@@ -60,6 +60,11 @@ Case activation_case(Activation a, int64_t T);
 Case expert_range_no_combine_case(int64_t T);
 // an expert_map holding every other of 64 experts, K8.
 Case expert_map_case(int64_t T);
+// PreRouted ids written by the case: every slot on a remote expert (local experts 4..7 of 8), so the
+// output must be all zeros;
+Case only_remote_experts_case(int64_t T, bool no_combine);
+// PreRouted, expert 5 of 8 in every slot of every token (K4, biases).
+Case one_expert_in_every_slot_case(int64_t T);
 
 struct Outcome {
   std::vector<double> out;

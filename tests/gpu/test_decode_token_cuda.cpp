@@ -87,27 +87,13 @@ TEST(DecodeTokenCuda, ExpertParallelNoCombineAndPreRouted) {
 TEST(DecodeTokenCuda, NoLocalExpertAndRepeatedExperts) {
   MOEKIT_REQUIRE_GPU();
   for (bool no_combine : {false, true}) {
-    Case none{std::string("prerouted, only remote experts hit") + (no_combine ? ", no_combine" : ""), base_problem(8, 2, kH, kI), 1};
-    none.problem.input_format = InputFormat::kPreRouted;
-    none.problem.local_expert_begin = 4;
-    none.problem.num_local_experts = 4;
-    none.problem.no_combine = no_combine;
-    none.tweak = [](RandomLayer& l) {
-      auto* ids = l.topk_ids.data_as<int32_t>();
-      for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = static_cast<int32_t>(i % 4);
-    };
+    const Case none = only_remote_experts_case(1, no_combine);
     const Outcome o = run_case(none, 400);
     EXPECT_EQ(o.steps, kToken);
     ASSERT_FALSE(o.out.empty());
     for (double v : o.out) ASSERT_EQ(v, 0.0) << none.name << ": poison or garbage left in the output";
   }
-  Case repeated{"prerouted, expert 5 in every slot, E8 K4", base_problem(8, 4, kH, kI), 1, true};
-  repeated.problem.input_format = InputFormat::kPreRouted;
-  repeated.tweak = [](RandomLayer& l) {
-    auto* ids = l.topk_ids.data_as<int32_t>();
-    for (int64_t i = 0; i < l.topk_ids.numel(); ++i) ids[i] = 5;
-  };
-  expect_token_within_tolerance(repeated, 401);
+  expect_token_within_tolerance(one_expert_in_every_slot_case(1), 401);
 }
 
 TEST(DecodeTokenCuda, BitwiseStableAcrossRuns) {
