@@ -218,64 +218,43 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   const int64_t G = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
   int64_t t = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + warp;  // this warp's first item
 
-  // ---- gemm1 + activation. A step is one pass (kG1Chunks chunks a lane of the gate and up rows) of
-  // one item; the next step's loads go out as soon as this step's products are done, so they are in
-  // flight during this item's warp reduction and epilogue.
-  struct G1Rows {
-    int i, e;
-    int64_t j, gate_row, up_row;
-  };
-  auto g1_rows = [&](int64_t item) {
-    G1Rows r;
-    r.i = static_cast<int>(item / I);
-    r.j = item % I;
-    r.e = expert_of[r.i];
-    r.gate_row = a.gated ? gate_up_row(r.j, false, I, a.interleaved) : r.j;
-    r.up_row = a.gated ? gate_up_row(r.j, true, I, a.interleaved) : r.j;
-    return r;
-  };
-  uint4 g[kG1Chunks], u[kG1Chunks];
-  auto g1_issue = [&](int64_t item, int64_t c0) {
-    const G1Rows r = g1_rows(item);
-    const T* wg = W13 + (static_cast<int64_t>(r.e) * N1 + r.gate_row) * H;
-    const T* wu = W13 + (static_cast<int64_t>(r.e) * N1 + r.up_row) * H;
-#pragma unroll
-    for (int q = 0; q < kG1Chunks; ++q) {
-      const int64_t c = c0 + lane + 32 * q;
-      g[q] = c < c1 ? load_stream(wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-      u[q] = c < c1 && a.gated ? load_stream(wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-    }
-  };
-  if (t < n1) g1_issue(t, 0);
-  float ag = 0.f, au = 0.f;
-  int64_t c0 = 0;
+  // ---- gemm1 + activation
   while (t < n1) {
+    const int i = static_cast<int>(t / I);
+    const int64_t j = t % I;
+    const int e = expert_of[i];
+    const int64_t gate_row = a.gated ? gate_up_row(j, false, I, a.interleaved) : j;
+    const int64_t up_row = a.gated ? gate_up_row(j, true, I, a.interleaved) : j;
+    const T* wg = W13 + (static_cast<int64_t>(e) * N1 + gate_row) * H;
+    const T* wu = W13 + (static_cast<int64_t>(e) * N1 + up_row) * H;
+    float ag = 0.f, au = 0.f;
+#pragma unroll 1
+    for (int64_t c0 = 0; c0 < c1; c0 += 32 * kG1Chunks) {
+      uint4 g[kG1Chunks], u[kG1Chunks];
 #pragma unroll
-    for (int q = 0; q < kG1Chunks; ++q) {
-      const int64_t c = c0 + lane + 32 * q;
-      if (c >= c1) continue;
-      ag = dot8<T>(g[q], xs + 8 * c, ag);
-      au = dot8<T>(u[q], xs + 8 * c, au);
-    }
-    const bool last = c0 + 32 * kG1Chunks >= c1;
-    const int64_t t_next = last ? t + G : t, c_next = last ? 0 : c0 + 32 * kG1Chunks;
-    if (t_next < n1) g1_issue(t_next, c_next);
-    if (last) {
-      ag = warp_sum(ag);
-      au = warp_sum(au);
-      if (lane == 0) {
-        const G1Rows r = g1_rows(t);
-        if (a.w13_bias) {
-          ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(r.e) * N1 + r.gate_row);
-          if (a.gated) au += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(r.e) * N1 + r.up_row);
-        }
-        store_relaxed(s.act + static_cast<int64_t>(r.i) * I + r.j,
-                      a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
+      for (int q = 0; q < kG1Chunks; ++q) {
+        const int64_t c = c0 + lane + 32 * q;
+        g[q] = c < c1 ? load_stream(wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        u[q] = c < c1 && a.gated ? load_stream(wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
       }
-      ag = au = 0.f;
+#pragma unroll
+      for (int q = 0; q < kG1Chunks; ++q) {
+        const int64_t c = c0 + lane + 32 * q;
+        if (c >= c1) continue;
+        ag = dot8<T>(g[q], xs + 8 * c, ag);
+        au = dot8<T>(u[q], xs + 8 * c, au);
+      }
     }
-    t = t_next;
-    c0 = c_next;
+    ag = warp_sum(ag);
+    au = warp_sum(au);
+    if (lane == 0) {
+      if (a.w13_bias) {
+        ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + gate_row);
+        if (a.gated) au += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + up_row);
+      }
+      store_relaxed(s.act + static_cast<int64_t>(i) * I + j, a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
+    }
+    t += G;
   }
 
   // ---- gemm2: item (slot i, rows h0..h0+3 of W2[expert]). The weight loads go out first; then the
