@@ -117,13 +117,6 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* src, boo
 // stream does not push out what is read again (activations, the kernels' own code). At decode a layer
 // streams more weight bytes than L2 holds, and without the hint the next layer's first kernels
 // fetch their instructions from DRAM (docs/perf-notes.md).
-// A load of a flag or counter that other CTAs of the same grid write (acquire, device scope).
-__device__ __forceinline__ int load_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
@@ -138,6 +131,13 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// A load of a flag or counter that other CTAs of the same grid write (acquire, device scope).
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- warp reductions -------------------------------------------------------------------------------

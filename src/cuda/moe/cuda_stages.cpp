@@ -116,8 +116,8 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q);
 std::optional<std::string> decode_token_declines(const PlanQuery& q);
 
 // The decode region of the scratch, for a problem and token count: the decode layer's (its
-// counters, lists and gemm2 partial rows at the largest split) or the one-token kernel's (two
-// counters and the float act rows), whichever is larger among those that take the problem, by the
+// counters, lists and gemm2 partial rows at the largest split) or the one-token kernel's (its float
+// act and gemm2 rows), whichever is larger among those that take the problem, by the
 // registrations' formats and their declines, so the workspace and the plan cannot disagree. Weight
 // traits enter neither decision.
 size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
@@ -323,6 +323,17 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   return tile;
 }
 
+// What neither decode kernel takes, whatever T: quantized weights, f32 activations, and the router
+// weight on the input (gemm1 reads the hidden rows as they are).
+std::optional<std::string> decode_kernels_decline(const MoeProblem& p) {
+  if (p.quant != QuantScheme::kNone) return fmt::format("quant={}: the decode kernels take f16/bf16 weights only", quant_scheme_name(p.quant));
+  if (p.activation_dtype != DType::kBF16 && p.activation_dtype != DType::kF16)
+    return fmt::format("activation_dtype={}: the decode kernels take f16 or bf16", dtype_name(p.activation_dtype));
+  if (p.apply_router_weight_on_input)
+    return std::string("apply_router_weight_on_input: gemm1 reads the hidden rows as they are (the stage pipeline's expand applies the weight)");
+  return std::nullopt;
+}
+
 // ---- the decode layer (decode_layer.cuh) -------------------------------------------------------------
 // Why the two-launch decode layer does not take this problem (nullopt: it does).
 std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
@@ -332,12 +343,7 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
                        kDecodeMaxTokens);
   if (q.num_tokens * p.top_k > kDecodeMaxSlots)
     return fmt::format("T*K={} > {}: one CTA lists the routed slots", q.num_tokens * p.top_k, kDecodeMaxSlots);
-  if (p.quant != QuantScheme::kNone) return fmt::format("quant={}: the decode kernels take f16/bf16 weights only", quant_scheme_name(p.quant));
-  if (p.activation_dtype != DType::kBF16 && p.activation_dtype != DType::kF16)
-    return fmt::format("activation_dtype={}: the tensor-core kernels take f16 or bf16", dtype_name(p.activation_dtype));
-  if (p.apply_router_weight_on_input)
-    return std::string("apply_router_weight_on_input: gemm1 reads the hidden rows as they are (the stage pipeline's expand applies the weight)");
-  return std::nullopt;
+  return decode_kernels_decline(p);
 }
 
 // Why the one-token kernel (decode_token.cu) does not take this problem (nullopt: it does).
@@ -347,11 +353,7 @@ std::optional<std::string> decode_token_declines(const PlanQuery& q) {
     return fmt::format("T={}: the one-token kernel runs decode at batch 1 (the decode layer and the stages take other T)", q.num_tokens);
   if (p.top_k > kDecodeTokenMaxSlots)
     return fmt::format("top_k={} > {}: the slot tables live in shared memory", p.top_k, kDecodeTokenMaxSlots);
-  if (p.quant != QuantScheme::kNone) return fmt::format("quant={}: the decode kernels take f16/bf16 weights only", quant_scheme_name(p.quant));
-  if (p.activation_dtype != DType::kBF16 && p.activation_dtype != DType::kF16)
-    return fmt::format("activation_dtype={}: the decode kernels take f16 or bf16", dtype_name(p.activation_dtype));
-  if (p.apply_router_weight_on_input)
-    return std::string("apply_router_weight_on_input: gemm1 reads the hidden row as it is (the stage pipeline's expand applies the weight)");
+  if (auto why = decode_kernels_decline(p)) return why;
   const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
   const int64_t smem = decode_token_smem_bytes(p.num_experts, n_group, p.top_k, p.hidden);
   if (smem > kDecodeTokenSmemBudget)

@@ -10,8 +10,9 @@
 //               the hidden row, 16-byte weight loads straight into registers (no shared memory
 //               pipeline, no tensor cores: one token is one multiply-add per weight element), bias
 //               and activation on lane 0, the float result into act[i][j].
-//     gemm2     item (local slot i, 4 outputs h): rows h..h+3 of W2 of the slot's expert dotted with
-//               act[i], into y[i][h..h+3] (under no_combine: scaled, plus bias, into out[slot][h]).
+//     gemm2     item (local slot i, R outputs h, R = 4 or 6): rows h..h+R-1 of W2 of the slot's
+//               expert dotted with act[i], into y[i][h..h+R-1] (under no_combine: scaled, plus bias,
+//               into out[slot][h]).
 //     combine   item (4 outputs h): out[h] = the sum over local slots, in slot order, of
 //               factor * (y[i][h] + bias): no atomics, bitwise deterministic.
 //
@@ -52,8 +53,9 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarpsPerCta = kThreads / 32;
-// 16-byte weight chunks a lane has in flight per pass: gemm1 two rows (gate, up) of 8 chunks each;
-// gemm2 four slots' rows of 4 chunks each. 16 loads = 256 bytes a lane, 128 KB an SM in flight.
+// 16-byte weight chunks a lane has in flight per pass of gemm1: two rows (gate, up) of 8 chunks
+// each, 16 loads = 256 bytes a lane, 128 KB an SM. gemm2's (rows x chunks) are the kernel's template
+// parameters (gemm2_rows_per_item).
 constexpr int kG1Chunks = 8;
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
@@ -70,6 +72,11 @@ __device__ __forceinline__ float storable(float v) { return __float_as_uint(v) =
 
 __device__ __forceinline__ void store_relaxed(float* p, float v) {
   asm volatile("st.relaxed.gpu.global.f32 [%0], %1;\n" ::"l"(p), "f"(storable(v)) : "memory");
+}
+__device__ __forceinline__ float load_relaxed(const float* p) {
+  float v;
+  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
+  return v;
 }
 __device__ __forceinline__ float4 load_relaxed4(const float* p) {
   float4 v;
@@ -127,12 +134,6 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const fl
 template <typename T>
 __device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc) {
   return dot8<T>(w, reinterpret_cast<const float4*>(x)[0], reinterpret_cast<const float4*>(x)[1], acc);
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
-  return v;
 }
 
 constexpr int kResetThreads = 256;
@@ -215,8 +216,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   const T* W13 = static_cast<const T*>(a.w13);
   const T* W2 = static_cast<const T*>(a.w2);
   const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
-  const int64_t G = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
-  int64_t t = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + warp;  // this warp's first item
+  const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
 
   // ---- gemm1 + activation
   while (t < n1) {
@@ -245,8 +246,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         au = dot8<T>(u[q], xs + 8 * c, au);
       }
     }
-    ag = warp_sum(ag);
-    au = warp_sum(au);
+    ag = detail::warp_sum(ag);
+    au = detail::warp_sum(au);
     if (lane == 0) {
       if (a.w13_bias) {
         ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + gate_row);
@@ -257,8 +258,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
     t += G;
   }
 
-  // ---- gemm2: item (slot i, rows h0..h0+3 of W2[expert]). The weight loads go out first; then the
-  // act row, waited for chunk by chunk.
+  // ---- gemm2: item (slot i, rows h0..h0+kG2Rows-1 of W2[expert]). The weight loads go out first;
+  // then the act chunks they meet.
   T* out = static_cast<T*>(a.out);
   while (t < n2) {
     const int i = static_cast<int>((t - n1) / HB);
@@ -305,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       }
     }
 #pragma unroll
-    for (int r = 0; r < kG2Rows; ++r) acc[r] = warp_sum(acc[r]);
+    for (int r = 0; r < kG2Rows; ++r) acc[r] = detail::warp_sum(acc[r]);
     if (lane < kG2Rows && h0 + lane < H) {
       float y = acc[0];
 #pragma unroll
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
     t += G;
   }
 
-  // ---- combine: item (outputs h0..h0+3), a lane per output.
+  // ---- combine: item (kCombineOutputs outputs), a lane per output.
   while (t < n_items) {
     const int64_t h = (t - n2) * kCombineOutputs + lane;
     if (lane < kCombineOutputs && h < H) {
@@ -344,8 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
           while (true) {
 #pragma unroll
             for (int u = 0; u < 8; ++u) {
-              const float* p = s.y + static_cast<int64_t>(i0 + u < nl ? i0 + u : i0) * H + h;
-              asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(y[u]) : "l"(p) : "memory");
+              y[u] = load_relaxed(s.y + static_cast<int64_t>(i0 + u < nl ? i0 + u : i0) * H + h);
             }
             ready = true;
 #pragma unroll

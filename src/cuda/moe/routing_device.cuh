@@ -146,6 +146,20 @@ __device__ __forceinline__ void warp_select(const double* s, uint8_t* flag, int 
   warp_select_smem(s, flag, n, k, chosen, lane);
 }
 
+// Slot j of token t's result: to the caller's shared-memory arrays when given, and to the global
+// outputs (with their copies) when `store` is true. Both routing paths end here.
+__device__ __forceinline__ void store_route_slot(const RouteArgs& a, int64_t t, int j, int32_t id, float w, bool store, int* ids_out,
+                                                 float* weights_out) {
+  if (ids_out) ids_out[j] = id;
+  if (weights_out) weights_out[j] = w;
+  if (!store) return;
+  const int64_t at = t * a.top_k + j;
+  a.topk_ids[at] = id;
+  a.topk_weights[at] = w;
+  if (a.copy_ids) a.copy_ids[at] = id;
+  if (a.copy_weights) a.copy_weights[at] = w;
+}
+
 // ---- the fast path: selection on the logits ---------------------------------------------------------
 // softmax_topk (renormalized) and topk_softmax rank the experts by their logits: softmax is monotonic,
 // so the top K of the probabilities are the top K of the logits, unless two different logits give
@@ -217,17 +231,7 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
   // The weights: e over the sum of the K slots' e in slot order (every lane sums in the same order).
   double sum = 0.0;
   for (int j = 0; j < K; ++j) sum += __shfl_sync(0xFFFFFFFFu, e, j);
-  if (lane < K) {
-    const float w = static_cast<float>(e / sum);
-    if (ids_out) ids_out[lane] = id;
-    if (weights_out) weights_out[lane] = w;
-    if (store) {
-      a.topk_ids[t * K + lane] = id;
-      a.topk_weights[t * K + lane] = w;
-      if (a.copy_ids) a.copy_ids[t * K + lane] = id;
-      if (a.copy_weights) a.copy_weights[t * K + lane] = w;
-    }
-  }
+  if (lane < K) store_route_slot(a, t, lane, id, static_cast<float>(e / sum), store, ids_out, weights_out);
   __syncwarp();
   return true;
 }
@@ -365,17 +369,8 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       for (int j = 0; j < K; ++j) sum += wsel[j];
     sum = __shfl_sync(0xFFFFFFFFu, sum, 0);
   }
-  for (int j = lane; j < K; j += 32) {
-    const int32_t id = chosen[j];
-    const float w = static_cast<float>(divide ? wsel[j] / sum : wsel[j]);
-    if (ids_out) ids_out[j] = id;
-    if (weights_out) weights_out[j] = w;
-    if (!store) continue;
-    a.topk_ids[t * K + j] = id;
-    a.topk_weights[t * K + j] = w;
-    if (a.copy_ids) a.copy_ids[t * K + j] = id;
-    if (a.copy_weights) a.copy_weights[t * K + j] = w;
-  }
+  for (int j = lane; j < K; j += 32)
+    store_route_slot(a, t, j, chosen[j], static_cast<float>(divide ? wsel[j] / sum : wsel[j]), store, ids_out, weights_out);
   __syncwarp();
 }
 
