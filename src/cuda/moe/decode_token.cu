@@ -37,6 +37,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/common/device_utils.cuh"
@@ -58,12 +60,14 @@ constexpr int kWarpsPerCta = kThreads / 32;
 // parameters (gemm2_rows_per_item).
 constexpr int kG1Chunks = 8;
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
+constexpr int kTicketCounters = 16;  // most ticket counters (the walk's dynamic part)
 
 // The scratch: the float rows act [slots][I] and y [slots][H], each value the sentinel until written.
 struct TokenScratch {
   float* act;
   float* y;
-  int64_t words;  // act and y together
+  int64_t words;      // act and y together
+  unsigned* tickets;  // kTicketCounters counters, zeroed by the reset kernel
 };
 constexpr uint32_t kUnwritten = 0xFFFFFFFFu;
 
@@ -143,10 +147,38 @@ __global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(Token
   uint4* w = reinterpret_cast<uint4*>(s.act);  // act and y are contiguous, 16-byte aligned
   const uint4 u = make_uint4(kUnwritten, kUnwritten, kUnwritten, kUnwritten);
   for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
+  if (blockIdx.x == 0 && threadIdx.x < kTicketCounters) s.tickets[threadIdx.x] = 0;
 }
 
+// The items one warp takes: `static_rounds` rounds of the static walk (items w, w + G, ...), then
+// tickets from one of `counters` counters (0: the static walk throughout). Counter c deals the
+// items past the static ones that are c modulo `counters`, in order, so every warp still takes
+// its items in increasing order. The next ticket is asked for when an item starts and read when it
+// ends, so its round trip hides behind the item.
+struct ItemWalk {
+  int64_t t;      // the current item
+  int64_t G;      // warps in the grid
+  int64_t first;  // the first dealt item: G * static rounds
+  unsigned* counter;
+  int counters;  // 0: the static walk throughout
+  int which;     // this warp's counter
+  int rounds_left;
+  unsigned ticket;
+  __device__ __forceinline__ void ask(int lane) {
+    if (counters > 0 && rounds_left <= 1 && lane == 0) ticket = atomicAdd(counter, 1u);
+  }
+  __device__ __forceinline__ void next() {
+    if (counters == 0 || --rounds_left > 0) {
+      t += G;
+      return;
+    }
+    rounds_left = 0;
+    t = first + static_cast<int64_t>(__shfl_sync(0xFFFFFFFFu, ticket, 0)) * counters + which;
+  }
+};
+
 template <typename T, int kG2Rows, int kG2Chunks>
-__global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L) {
+__global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L, int counters, int static_rounds) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_local_s;
   float* xs = reinterpret_cast<float*>(smem + L.x);
@@ -217,10 +249,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   const T* W2 = static_cast<const T*>(a.w2);
   const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
   const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
-  int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
+  const int which = counters > 0 ? static_cast<int>(gw % counters) : 0;
+  ItemWalk walk{gw, G, G * static_rounds, s.tickets + which, counters, which, static_rounds, 0u};
 
   // ---- gemm1 + activation
-  while (t < n1) {
+  while (walk.t < n1) {
+    walk.ask(lane);
+    const int64_t t = walk.t;
     const int i = static_cast<int>(t / I);
     const int64_t j = t % I;
     const int e = expert_of[i];
@@ -255,13 +291,15 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       }
       store_relaxed(s.act + static_cast<int64_t>(i) * I + j, a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
     }
-    t += G;
+    walk.next();
   }
 
   // ---- gemm2: item (slot i, rows h0..h0+kG2Rows-1 of W2[expert]). The weight loads go out first;
   // then the act chunks they meet.
   T* out = static_cast<T*>(a.out);
-  while (t < n2) {
+  while (walk.t < n2) {
+    walk.ask(lane);
+    const int64_t t = walk.t;
     const int i = static_cast<int>((t - n1) / HB);
     const int64_t h0 = (t - n1) % HB * kG2Rows;
     const int e = expert_of[i];
@@ -320,11 +358,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         store_relaxed(s.y + static_cast<int64_t>(i) * H + h, y);
       }
     }
-    t += G;
+    walk.next();
   }
 
   // ---- combine: item (kCombineOutputs outputs), a lane per output.
-  while (t < n_items) {
+  while (walk.t < n_items) {
+    walk.ask(lane);
+    const int64_t t = walk.t;
     const int64_t h = (t - n2) * kCombineOutputs + lane;
     if (lane < kCombineOutputs && h < H) {
       if (a.no_combine) {
@@ -364,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         out[h] = detail::from_float<T>(sum);
       }
     }
-    t += G;
+    walk.next();
   }
 }
 
@@ -382,15 +422,21 @@ template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokenSmemLayout& L, void* stream) {
   const int rows = gemm2_rows_per_item(a.route.top_k, a.hidden_size, std::max(a.sm_count, 1) * kWarpsPerCta);
   auto kernel = rows == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 3>;
+  int counters = 8, static_rounds = 1;  // EXPERIMENT: MOEKIT_TOKEN_WALK="counters,static_rounds"
+  if (const char* e = std::getenv("MOEKIT_TOKEN_WALK")) std::sscanf(e, "%d,%d", &counters, &static_rounds);
+  counters = std::clamp(counters, 0, kTicketCounters);
+  static_rounds = std::max(static_rounds, 1);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   // One CTA per SM (the walk needs every CTA resident; more would only wait for a slot).
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
-  return launch_kernel("decode_token_kernel", kernel, shape, stream, a, s, L);
+  return launch_kernel("decode_token_kernel", kernel, shape, stream, a, s, L, counters, static_rounds);
 }
 
 }  // namespace
 
-size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter) { return static_cast<size_t>(top_k * (inter + hidden)) * 4; }
+size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter) {
+  return static_cast<size_t>(top_k * (inter + hidden)) * 4 + kTicketCounters * 4;
+}
 
 int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden) {
   return token_smem_layout(hidden, top_k, route_smem_per_warp(experts, n_group)).bytes;
@@ -413,7 +459,7 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
                                std::to_string(max_smem_optin()));
   float* f = static_cast<float*>(a.scratch);
   const int64_t words = static_cast<int64_t>(K) * (a.inter + a.hidden_size);  // a multiple of 8: I and H are
-  const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words};
+  const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words, reinterpret_cast<unsigned*>(f + words)};
   const int64_t reset_ctas = std::clamp<int64_t>(ceil_div(words / 4, kResetThreads), 1, std::max(a.sm_count, 1));
   MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_token_reset_kernel", decode_token_reset_kernel,
                                        {dim3(static_cast<unsigned>(reset_ctas)), dim3(kResetThreads), 0}, stream, s));
