@@ -3,6 +3,7 @@
 // NaN, -0.0 next to +0.0, -inf, and expert counts on both sides of every register-path width
 // (32, 64, 128, 256, 512) plus one above 512 (the shared-memory path). The ids must match exactly;
 // the weights within float rounding (both NaN where the reference gives NaN).
+#include <array>
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -152,6 +153,12 @@ TEST(RoutingCuda, TiesNanAndSignedZerosMatchTheReferenceAtEveryWidth) {
     const int G = 8;
     cases.push_back({"deepseek E" + std::to_string(E) + " K8 g8/4", E, 8, RoutingMethod::kDeepSeekV3, false, G, 4});
     cases.push_back({"deepseek bf16 E" + std::to_string(E) + " K6 g8/2", E, 6, RoutingMethod::kDeepSeekV3, true, G, 2});
+  }
+  // Group widths around the lanes the group scores share (32 / groups, a power of two): one group of
+  // all, groups of one expert, more groups than lanes, and group counts that are not powers of two.
+  for (const auto& [E, G, kept, K] : std::vector<std::array<int, 4>>{{64, 1, 1, 8}, {96, 3, 2, 8}, {256, 16, 4, 8}, {64, 64, 16, 8}, {72, 9, 3, 5}, {128, 32, 4, 4}}) {
+    cases.push_back({"deepseek E" + std::to_string(E) + " K" + std::to_string(K) + " g" + std::to_string(G) + "/" + std::to_string(kept), E, K,
+                     RoutingMethod::kDeepSeekV3, false, G, kept});
   }
   uint64_t seed = 1;
   for (const RouteCase& c : cases) {

@@ -9,7 +9,8 @@
 //     gemm1     item (local slot i, output j): the gate and up rows j of the slot's expert dotted with
 //               the hidden row, 16-byte weight loads straight into registers (no shared memory
 //               pipeline, no tensor cores: one token is one multiply-add per weight element), bias
-//               and activation on lane 0, the float result into act[i][j].
+//               and activation on lane 0, the float result into act[i][j]. A warp's next item's
+//               loads go out chunk by chunk as this item's registers are used (rolled).
 //     gemm2     item (local slot i, R outputs h, R = 4 or 6): rows h..h+R-1 of W2 of the slot's
 //               expert dotted with act[i], into y[i][h..h+R-1] (under no_combine: scaled, plus bias,
 //               into out[slot][h]).
@@ -37,8 +38,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/common/device_utils.cuh"
@@ -60,14 +59,12 @@ constexpr int kWarpsPerCta = kThreads / 32;
 // parameters (gemm2_rows_per_item).
 constexpr int kG1Chunks = 8;
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
-constexpr int kTicketCounters = 16;  // most ticket counters (the walk's dynamic part)
 
 // The scratch: the float rows act [slots][I] and y [slots][H], each value the sentinel until written.
 struct TokenScratch {
   float* act;
   float* y;
-  int64_t words;      // act and y together
-  unsigned* tickets;  // kTicketCounters counters, zeroed by the reset kernel
+  int64_t words;  // act and y together
 };
 constexpr uint32_t kUnwritten = 0xFFFFFFFFu;
 
@@ -140,6 +137,40 @@ __device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc)
   return dot8<T>(w, reinterpret_cast<const float4*>(x)[0], reinterpret_cast<const float4*>(x)[1], acc);
 }
 
+// One step of a warp's gemm1 work: item t (local slot i, output j), its gate and up rows, and the
+// pass starting at chunk c0 (gemm1_step gives an item's first pass, next_pass the ones after it).
+// t >= n1: no step (the warp's gemm1 items are done).
+template <typename T>
+struct G1Step {
+  bool valid;
+  int64_t t, j, c0, gate_row, up_row;
+  int i;
+  const T* wg;
+  const T* wu;
+  __device__ __forceinline__ G1Step next_pass(int64_t chunks) const {
+    G1Step n = *this;
+    n.c0 += chunks;
+    return n;
+  }
+};
+template <typename T>
+__device__ __forceinline__ G1Step<T> gemm1_step(int64_t t, int64_t n1, const DecodeLayerArgs& a, const int* expert_of, const T* W13,
+                                                int64_t I, int64_t N1, int64_t H) {
+  G1Step<T> st{};
+  st.valid = t < n1;
+  st.t = t;
+  st.c0 = 0;
+  if (!st.valid) return st;
+  st.i = static_cast<int>(t / I);
+  st.j = t % I;
+  st.gate_row = a.gated ? gate_up_row(st.j, false, I, a.interleaved) : st.j;
+  st.up_row = a.gated ? gate_up_row(st.j, true, I, a.interleaved) : st.j;
+  const int64_t e = expert_of[st.i];
+  st.wg = W13 + (e * N1 + st.gate_row) * H;
+  st.wu = W13 + (e * N1 + st.up_row) * H;
+  return st;
+}
+
 constexpr int kResetThreads = 256;
 
 __global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(TokenScratch s) {
@@ -147,38 +178,10 @@ __global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(Token
   uint4* w = reinterpret_cast<uint4*>(s.act);  // act and y are contiguous, 16-byte aligned
   const uint4 u = make_uint4(kUnwritten, kUnwritten, kUnwritten, kUnwritten);
   for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
-  if (blockIdx.x == 0 && threadIdx.x < kTicketCounters) s.tickets[threadIdx.x] = 0;
 }
 
-// The items one warp takes: `static_rounds` rounds of the static walk (items w, w + G, ...), then
-// tickets from one of `counters` counters (0: the static walk throughout). Counter c deals the
-// items past the static ones that are c modulo `counters`, in order, so every warp still takes
-// its items in increasing order. The next ticket is asked for when an item starts and read when it
-// ends, so its round trip hides behind the item.
-struct ItemWalk {
-  int64_t t;      // the current item
-  int64_t G;      // warps in the grid
-  int64_t first;  // the first dealt item: G * static rounds
-  unsigned* counter;
-  int counters;  // 0: the static walk throughout
-  int which;     // this warp's counter
-  int rounds_left;
-  unsigned ticket;
-  __device__ __forceinline__ void ask(int lane) {
-    if (counters > 0 && rounds_left <= 1 && lane == 0) ticket = atomicAdd(counter, 1u);
-  }
-  __device__ __forceinline__ void next() {
-    if (counters == 0 || --rounds_left > 0) {
-      t += G;
-      return;
-    }
-    rounds_left = 0;
-    t = first + static_cast<int64_t>(__shfl_sync(0xFFFFFFFFu, ticket, 0)) * counters + which;
-  }
-};
-
 template <typename T, int kG2Rows, int kG2Chunks>
-__global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L, int counters, int static_rounds) {
+__global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_local_s;
   float* xs = reinterpret_cast<float*>(smem + L.x);
@@ -215,9 +218,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       detail::unpack2<T>(v.w, d[6], d[7]);
     }
   }
-  __syncthreads();
-  // The local slots, in slot order: warp 0 compacts them, 32 slots a round.
+  // The local slots, in slot order: warp 0 compacts them, 32 slots a round, before the CTA's one
+  // barrier (a second barrier cost about 0.1 us on the path to the first weight load).
   if (warp == 0) {
+    __syncwarp();  // every lane's slot entry is in
     int n = 0;
     for (int k0 = 0; k0 < K; k0 += 32) {
       const int k = k0 + lane;
@@ -249,57 +253,58 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   const T* W2 = static_cast<const T*>(a.w2);
   const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
   const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
-  const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
-  const int which = counters > 0 ? static_cast<int>(gw % counters) : 0;
-  ItemWalk walk{gw, G, G * static_rounds, s.tickets + which, counters, which, static_rounds, 0u};
+  int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
 
-  // ---- gemm1 + activation
-  while (walk.t < n1) {
-    walk.ask(lane);
-    const int64_t t = walk.t;
-    const int i = static_cast<int>(t / I);
-    const int64_t j = t % I;
-    const int e = expert_of[i];
-    const int64_t gate_row = a.gated ? gate_up_row(j, false, I, a.interleaved) : j;
-    const int64_t up_row = a.gated ? gate_up_row(j, true, I, a.interleaved) : j;
-    const T* wg = W13 + (static_cast<int64_t>(e) * N1 + gate_row) * H;
-    const T* wu = W13 + (static_cast<int64_t>(e) * N1 + up_row) * H;
+  // ---- gemm1 + activation. A warp's gemm1 work is a sequence of steps (item, pass of 32 x kG1Chunks
+  // chunks); each step's loads go out chunk by chunk as the step before it consumes its registers, so
+  // a warp keeps its loads in flight across items instead of draining at the end of each item (when
+  // every warp drains at once, the DRAM queues empty between rounds).
+  {
+    G1Step cur = gemm1_step<T>(t, n1, a, expert_of, W13, I, N1, H);
+    uint4 g[kG1Chunks], u[kG1Chunks];
+#pragma unroll
+    for (int q = 0; q < kG1Chunks; ++q) {
+      const int64_t c = lane + 32 * q;
+      g[q] = cur.valid && c < c1 ? load_stream(cur.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+      u[q] = cur.valid && c < c1 && a.gated ? load_stream(cur.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+    }
     float ag = 0.f, au = 0.f;
-#pragma unroll 1
-    for (int64_t c0 = 0; c0 < c1; c0 += 32 * kG1Chunks) {
-      uint4 g[kG1Chunks], u[kG1Chunks];
+    while (cur.valid) {
+      const bool last_pass = cur.c0 + 32 * kG1Chunks >= c1;
+      const G1Step nxt = last_pass ? gemm1_step<T>(cur.t + G, n1, a, expert_of, W13, I, N1, H) : cur.next_pass(32 * kG1Chunks);
 #pragma unroll
       for (int q = 0; q < kG1Chunks; ++q) {
-        const int64_t c = c0 + lane + 32 * q;
-        g[q] = c < c1 ? load_stream(wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-        u[q] = c < c1 && a.gated ? load_stream(wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        const int64_t c = cur.c0 + lane + 32 * q;
+        if (c < c1) {
+          ag = dot8<T>(g[q], xs + 8 * c, ag);
+          au = dot8<T>(u[q], xs + 8 * c, au);
+        }
+        const int64_t cn = nxt.c0 + lane + 32 * q;
+        g[q] = nxt.valid && cn < c1 ? load_stream(nxt.wg + 8 * cn, policy) : make_uint4(0, 0, 0, 0);
+        u[q] = nxt.valid && cn < c1 && a.gated ? load_stream(nxt.wu + 8 * cn, policy) : make_uint4(0, 0, 0, 0);
       }
-#pragma unroll
-      for (int q = 0; q < kG1Chunks; ++q) {
-        const int64_t c = c0 + lane + 32 * q;
-        if (c >= c1) continue;
-        ag = dot8<T>(g[q], xs + 8 * c, ag);
-        au = dot8<T>(u[q], xs + 8 * c, au);
+      if (last_pass) {
+        ag = detail::warp_sum(ag);
+        au = detail::warp_sum(au);
+        if (lane == 0) {
+          const int e = expert_of[cur.i];
+          if (a.w13_bias) {
+            ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + cur.gate_row);
+            if (a.gated) au += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + cur.up_row);
+          }
+          store_relaxed(s.act + static_cast<int64_t>(cur.i) * I + cur.j, a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
+        }
+        ag = au = 0.f;
       }
+      cur = nxt;
     }
-    ag = detail::warp_sum(ag);
-    au = detail::warp_sum(au);
-    if (lane == 0) {
-      if (a.w13_bias) {
-        ag += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + gate_row);
-        if (a.gated) au += load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + up_row);
-      }
-      store_relaxed(s.act + static_cast<int64_t>(i) * I + j, a.gated ? gated_act(a.activation, ag, au, a.alpha, a.limit) : plain_act(a.activation, ag));
-    }
-    walk.next();
+    t = cur.t;
   }
-
   // ---- gemm2: item (slot i, rows h0..h0+kG2Rows-1 of W2[expert]). The weight loads go out first;
-  // then the act chunks they meet.
+  // then the act chunks they meet. (Rolled as gemm1's, Qwen3-30B-A3B measured 28.2-30.1 us against
+  // 27.2: docs/perf-notes.md, step 12.)
   T* out = static_cast<T*>(a.out);
-  while (walk.t < n2) {
-    walk.ask(lane);
-    const int64_t t = walk.t;
+  while (t < n2) {
     const int i = static_cast<int>((t - n1) / HB);
     const int64_t h0 = (t - n1) % HB * kG2Rows;
     const int e = expert_of[i];
@@ -358,13 +363,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         store_relaxed(s.y + static_cast<int64_t>(i) * H + h, y);
       }
     }
-    walk.next();
+    t += G;
   }
 
   // ---- combine: item (kCombineOutputs outputs), a lane per output.
-  while (walk.t < n_items) {
-    walk.ask(lane);
-    const int64_t t = walk.t;
+  while (t < n_items) {
     const int64_t h = (t - n2) * kCombineOutputs + lane;
     if (lane < kCombineOutputs && h < H) {
       if (a.no_combine) {
@@ -404,7 +407,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         out[h] = detail::from_float<T>(sum);
       }
     }
-    walk.next();
+    t += G;
   }
 }
 
@@ -422,21 +425,15 @@ template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokenSmemLayout& L, void* stream) {
   const int rows = gemm2_rows_per_item(a.route.top_k, a.hidden_size, std::max(a.sm_count, 1) * kWarpsPerCta);
   auto kernel = rows == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 3>;
-  int counters = 8, static_rounds = 1;  // EXPERIMENT: MOEKIT_TOKEN_WALK="counters,static_rounds"
-  if (const char* e = std::getenv("MOEKIT_TOKEN_WALK")) std::sscanf(e, "%d,%d", &counters, &static_rounds);
-  counters = std::clamp(counters, 0, kTicketCounters);
-  static_rounds = std::max(static_rounds, 1);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   // One CTA per SM (the walk needs every CTA resident; more would only wait for a slot).
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
-  return launch_kernel("decode_token_kernel", kernel, shape, stream, a, s, L, counters, static_rounds);
+  return launch_kernel("decode_token_kernel", kernel, shape, stream, a, s, L);
 }
 
 }  // namespace
 
-size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter) {
-  return static_cast<size_t>(top_k * (inter + hidden)) * 4 + kTicketCounters * 4;
-}
+size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter) { return static_cast<size_t>(top_k * (inter + hidden)) * 4; }
 
 int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden) {
   return token_smem_layout(hidden, top_k, route_smem_per_warp(experts, n_group)).bytes;
@@ -459,7 +456,7 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
                                std::to_string(max_smem_optin()));
   float* f = static_cast<float*>(a.scratch);
   const int64_t words = static_cast<int64_t>(K) * (a.inter + a.hidden_size);  // a multiple of 8: I and H are
-  const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words, reinterpret_cast<unsigned*>(f + words)};
+  const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words};
   const int64_t reset_ctas = std::clamp<int64_t>(ceil_div(words / 4, kResetThreads), 1, std::max(a.sm_count, 1));
   MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_token_reset_kernel", decode_token_reset_kernel,
                                        {dim3(static_cast<unsigned>(reset_ctas)), dim3(kResetThreads), 0}, stream, s));

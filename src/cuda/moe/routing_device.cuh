@@ -38,10 +38,28 @@ __host__ __device__ inline size_t route_smem_per_warp(int experts, int n_group) 
   return doubles * 8 + (bytes + 7) / 8 * 8;
 }
 
-__device__ __forceinline__ double load_as_double(const void* p, Elem t, int64_t i) {
-  if (t == Elem::kBF16) return static_cast<double>(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
-  return static_cast<double>(static_cast<const float*>(p)[i]);
+// Entries lane + 32 u (u < N) of a float or bf16 row, those below `count` (0 elsewhere). The type
+// is tested once around all N loads: tested per entry, the compiler waited out each load before
+// issuing the next (the bf16 conversion shared the f32 load's wait), so N entries cost N round trips
+// to memory (docs/perf-notes.md, step 12).
+template <int N>
+__device__ __forceinline__ void load_row(const void* p, Elem t, int lane, int count, float (&v)[N]) {
+  if (t == Elem::kBF16) {
+    const unsigned short* q = static_cast<const unsigned short*>(p);
+    unsigned short r[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) r[u] = lane + 32 * u < count ? q[lane + 32 * u] : 0;
+#pragma unroll
+    for (int u = 0; u < N; ++u) v[u] = __uint_as_float(static_cast<uint32_t>(r[u]) << 16);
+  } else {
+    const float* q = static_cast<const float*>(p);
+#pragma unroll
+    for (int u = 0; u < N; ++u) v[u] = lane + 32 * u < count ? q[lane + 32 * u] : 0.f;
+  }
 }
+// The element size of a logits or bias row.
+__device__ __forceinline__ int64_t row_elem_bytes(Elem t) { return t == Elem::kBF16 ? 2 : 4; }
+__device__ __forceinline__ const void* row_at(const void* p, Elem t, int64_t i) { return static_cast<const char*>(p) + i * row_elem_bytes(t); }
 
 // True when (va, ia) ranks strictly before (vb, ib): the reference's total order.
 __device__ __forceinline__ bool ranks_before(double va, int ia, double vb, int ib) {
@@ -95,6 +113,70 @@ __device__ __forceinline__ uint64_t rank_key(double v) {
   const uint64_t b = static_cast<uint64_t>(__double_as_longlong(v));
   return ((b >> 63) ? ~b : (b | (1ull << 63))) + 1;  // +inf -> 0xFFF0...01, -inf -> 0x0010...00
 }
+// The value of a rank_key (a NaN for key 1; +0 for the key of +0 and -0).
+__device__ __forceinline__ double key_value(uint64_t k) {
+  const uint64_t b = k - 1;
+  return __longlong_as_double(static_cast<long long>((b >> 63) ? (b & ~(1ull << 63)) : ~b));
+}
+
+// DeepSeek-V3's group scores: gscore[g] = the sum of group g's two best entries of s[] by
+// ranks_before (its only one when a group has one expert), gflag[g] = 0. L lanes share a group (the
+// largest power of two with L * G <= 32), each scanning every L-th entry, and merge their two best
+// keys over log2(L) shuffles: a quarter of the dependent loads of a lane per group at DeepSeek-V3's 8
+// groups. Equal keys are equal values, so which of two equal entries counts as "second" does not
+// change the sum; the order of a NaN (key 1) is the reference's, and its sum is a NaN as there.
+__device__ __forceinline__ void warp_group_scores(const double* s, double* gscore, uint8_t* gflag, int experts, int groups, int lane) {
+  const int per_group = experts / groups;
+  int L = 1;
+  while (L * 2 * groups <= 32) L *= 2;
+  const int sub = lane % L;
+#pragma unroll 1
+  for (int g0 = 0; g0 < groups; g0 += 32 / L) {
+    const int g = g0 + lane / L;
+    uint64_t k1 = 0, k2 = 0;  // this lane's best two keys of group g (0: none)
+    if (g < groups) {
+#pragma unroll 1
+      for (int i = g * per_group + sub; i < (g + 1) * per_group; i += L) {
+        const uint64_t k = rank_key(s[i]);
+        if (k > k1) {
+          k2 = k1;
+          k1 = k;
+        } else if (k > k2) {
+          k2 = k;
+        }
+      }
+    }
+#pragma unroll 1
+    for (int off = 1; off < L; off <<= 1) {
+      const uint64_t o1 = __shfl_xor_sync(0xFFFFFFFFu, k1, off), o2 = __shfl_xor_sync(0xFFFFFFFFu, k2, off);
+      const uint64_t lower = k1 < o1 ? k1 : o1;
+      k1 = k1 > o1 ? k1 : o1;
+      k2 = k2 > o2 ? k2 : o2;
+      k2 = k2 > lower ? k2 : lower;
+    }
+    if (g < groups && sub == 0) {
+      gscore[g] = key_value(k1) + (per_group > 1 ? key_value(k2) : 0.0);
+      gflag[g] = 0;
+    }
+  }
+}
+
+// The lowest j with key[j] == v (v one of the keys). Selects over an unrolled loop, and drop_key below
+// likewise: indexing key[] with a value known only at run time puts the array in local memory,
+// which made every selection round a local load and store (docs/perf-notes.md, step 12).
+template <typename Key, int N>
+__device__ __forceinline__ int lowest_holding(const Key (&key)[N], Key v) {
+  int j0 = 0;
+#pragma unroll
+  for (int j = N - 1; j >= 0; --j) j0 = key[j] == v ? j : j0;
+  return j0;
+}
+// key[j0] = 0 when `drop`.
+template <typename Key, int N>
+__device__ __forceinline__ void drop_key(Key (&key)[N], int j0, bool drop) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) key[j] = drop && j == j0 ? Key(0) : key[j];
+}
 
 // The same selection with the n <= 32 * N keys held in registers (entry lane + 32 j in key[j]).
 // One round is three warp reductions (key high word, low word, lowest id) instead of a scan of
@@ -112,21 +194,16 @@ __device__ __forceinline__ void warp_select_regs(const double* s, uint8_t* flag,
 #pragma unroll 1
   for (int r = 0; r < k; ++r) {
     uint64_t best = 0;
-    int bj = 0;
 #pragma unroll
-    for (int j = 0; j < N; ++j)
-      if (key[j] > best) best = key[j], bj = j;
+    for (int j = 0; j < N; ++j) best = key[j] > best ? key[j] : best;
     const unsigned hi = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(best >> 32));
     const bool top_hi = static_cast<unsigned>(best >> 32) == hi;
     const unsigned lo = __reduce_max_sync(0xFFFFFFFFu, top_hi ? static_cast<unsigned>(best) : 0u);
     const bool top = top_hi && static_cast<unsigned>(best) == lo;
+    const int bj = lowest_holding(key, best);
     const unsigned id = __reduce_min_sync(0xFFFFFFFFu, top ? static_cast<unsigned>(lane + 32 * bj) : 0xFFFFFFFFu);
     const bool none = hi == 0 && lo == 0;  // fewer eligible entries than k: as warp_best, -1
-    if (!none && lane == static_cast<int>(id % 32)) {
-#pragma unroll
-      for (int j = 0; j < N; ++j)
-        if (j == static_cast<int>(id / 32)) key[j] = 0;
-    }
+    drop_key(key, bj, !none && lane == static_cast<int>(id % 32));
     if (lane == 0) {
       chosen[r] = none ? -1 : static_cast<int>(id);
       if (!none) flag[id] = 1;
@@ -182,17 +259,14 @@ template <int N>
 __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out) {
   const int E = a.experts, K = a.top_k;
   const bool softmax_first = static_cast<RoutingMethod>(a.method) == RoutingMethod::kSoftmaxTopK;
+  float f[N];
+  load_row(row_at(a.logits, a.logits_type, t * E), a.logits_type, lane, E, f);
   uint32_t key[N];
   bool finite = true;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const int i = lane + 32 * j;
-    float f = 0.f;
-    if (i < E)
-      f = a.logits_type == Elem::kBF16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(a.logits)[t * E + i])
-                                       : static_cast<const float*>(a.logits)[t * E + i];
-    finite = finite && isfinite(f);
-    key[j] = i < E ? float_key(f) : 0u;
+    finite = finite && isfinite(f[j]);
+    key[j] = lane + 32 * j < E ? float_key(f[j]) : 0u;
   }
   if (!__all_sync(0xFFFFFFFFu, finite)) return false;
   // Round r's winner: the largest key, the lowest id among equal keys (the reference's order); lane r
@@ -203,21 +277,14 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
 #pragma unroll 1
   for (int r = 0; r < rounds; ++r) {
     uint32_t best = 0;
-    int bj = 0;
 #pragma unroll
-    for (int j = 0; j < N; ++j)
-      if (key[j] > best) best = key[j], bj = j;
+    for (int j = 0; j < N; ++j) best = max(best, key[j]);
     const uint32_t top = __reduce_max_sync(0xFFFFFFFFu, best);
+    const int bj = lowest_holding(key, best);
     const uint32_t win = __reduce_min_sync(0xFFFFFFFFu, best == top ? static_cast<uint32_t>(lane + 32 * bj) : 0xFFFFFFFFu);
-    if (lane == static_cast<int>(win % 32)) {
-#pragma unroll
-      for (int j = 0; j < N; ++j)
-        if (j == static_cast<int>(win / 32)) key[j] = 0;
-    }
-    if (lane == r) {
-      logit = key_float(top);
-      id = static_cast<int>(win);
-    }
+    drop_key(key, bj, lane == static_cast<int>(win % 32));
+    logit = lane == r ? key_float(top) : logit;
+    id = lane == r ? static_cast<int>(win) : id;
   }
   // e = exp(logit - the largest logit) in double, as the reference computes it.
   const double e = exp(static_cast<double>(logit) - static_cast<double>(__shfl_sync(0xFFFFFFFFu, logit, 0)));
@@ -230,6 +297,7 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
   }
   // The weights: e over the sum of the K slots' e in slot order (every lane sums in the same order).
   double sum = 0.0;
+#pragma unroll 4
   for (int j = 0; j < K; ++j) sum += __shfl_sync(0xFFFFFFFFu, e, j);
   if (lane < K) store_route_slot(a, t, lane, id, static_cast<float>(e / sum), store, ids_out, weights_out);
   __syncwarp();
@@ -266,17 +334,21 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   const auto method = static_cast<RoutingMethod>(a.method);
   if (try_route_on_logits(a, t, lane, store, ids_out, weights_out)) return;
 
-  // Four loads in flight per lane before any store: the stores go through a generic pointer the
-  // compiler cannot prove apart from the logits, so a plain loop would wait out each load in turn.
-  for (int base = lane; base < E; base += 4 * 32) {
-    double v[4];
+  // Eight loads in flight per lane (and DeepSeek-V3's bias beside them) before any store: the stores go
+  // through a generic pointer the compiler cannot prove apart from the inputs, so a plain loop would
+  // wait out each load in turn.
+  const bool biased = method == RoutingMethod::kDeepSeekV3;
+  for (int base = 0; base < E; base += 8 * 32) {
+    float v[8], b[8];
+    load_row(row_at(a.logits, a.logits_type, t * E + base), a.logits_type, lane, E - base, v);
+    if (biased) load_row(row_at(a.bias, a.bias_type, base), a.bias_type, lane, E - base, b);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = base + 32 * u < E ? load_as_double(a.logits, a.logits_type, t * E + base + 32 * u) : 0.0;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      if (base + 32 * u >= E) continue;
-      score[base + 32 * u] = v[u];
-      flag[base + 32 * u] = 0;
+    for (int u = 0; u < 8; ++u) {
+      const int i = base + lane + 32 * u;
+      if (i >= E) continue;
+      score[i] = v[u];
+      flag[i] = 0;
+      if (biased) aux[i] = b[u];
     }
   }
   __syncwarp();
@@ -303,16 +375,8 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       break;
     }
     case RoutingMethod::kDeepSeekV3: {
-      // The bias goes to aux first (loads batched as above), then one rolled loop of sigmoids.
-      for (int base = lane; base < E; base += 4 * 32) {
-        double b[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) b[u] = base + 32 * u < E ? load_as_double(a.bias, a.bias_type, base + 32 * u) : 0.0;
-#pragma unroll
-        for (int u = 0; u < 4; ++u)
-          if (base + 32 * u < E) aux[base + 32 * u] = b[u];
-      }
-#pragma unroll 1
+      // aux holds the bias (loaded above); one rolled loop of sigmoids, two at a time.
+#pragma unroll 2
       for (int i = lane; i < E; i += 32) {
         const double sg = sigmoid_d(score[i]);
         score[i] = sg + aux[i];
@@ -320,22 +384,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
       }
       __syncwarp();
       const int per_group = E / G;
-#pragma unroll 1
-      for (int g = lane; g < G; g += 32) {
-        const int base = g * per_group;
-        int best = base, second = -1;
-#pragma unroll 1
-        for (int i = base + 1; i < base + per_group; ++i) {
-          if (ranks_before(score[i], i, score[best], best)) {
-            second = best;
-            best = i;
-          } else if (second < 0 || ranks_before(score[i], i, score[second], second)) {
-            second = i;
-          }
-        }
-        gscore[g] = score[best] + (second >= 0 ? score[second] : 0.0);
-        gflag[g] = 0;
-      }
+      warp_group_scores(score, gscore, gflag, E, G, lane);
       __syncwarp();
       // The kept groups (ids into `chosen` temporarily), then every expert outside them is barred.
       warp_select(gscore, gflag, G, a.topk_group, chosen, lane);
