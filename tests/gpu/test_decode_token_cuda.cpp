@@ -1,8 +1,8 @@
 // The one-token kernel (src/cuda/moe/decode_token.cu, "cuda.decode_token"): the default plan at
 // T = 1 wherever it takes the problem. Checked against the float64 oracle with moe_case.h's tolerance
 // for every option it takes, bitwise against itself across runs, in a CUDA graph replayed with new
-// routing (its scratch must hold the "not written" sentinel again at every replay), at its edges (no local expert
-// hit, one expert in every slot) and where it declines (the plan then runs another path).
+// routing (its scratch must hold the "not written" sentinel again at every replay), at its edges (no
+// local expert hit, one expert in every slot) and where it declines (the plan then runs another path).
 #include <cuda_runtime_api.h>
 
 #include <cstring>

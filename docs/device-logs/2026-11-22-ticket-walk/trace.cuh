@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 namespace moekit::cuda::trace {
-constexpr int kCtas = 1024, kMarks = 12, kKernels = 2;
+constexpr int kCtas = 1024, kMarks = 20, kKernels = 2;
 static __device__ unsigned long long g_marks[kKernels][kCtas][kMarks];
 __device__ __forceinline__ unsigned long long now() { unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 __device__ __forceinline__ void mark(int kernel, int k) {

@@ -7,7 +7,9 @@
 // instruction line a warp executes for the first time in a launch costs about 23 ns to fetch
 // (bench/probes/icache_probe.cu: straight-line code runs 2.5x slower than the same work in a
 // loop, launch after launch). So loops whose bodies hold an exp, a division or a sigmoid are kept
-// rolled (`#pragma unroll 1`): one copy of the code, fetched once, run E/32 times.
+// rolled (`#pragma unroll 1`): one copy of the code, fetched once, run E/32 times. DeepSeek-V3's
+// sigmoids run two a turn (two copies: two independent exp chains in flight; not measured apart
+// from the other changes of docs/perf-notes.md step 12).
 #pragma once
 
 #include <cuda_bf16.h>
