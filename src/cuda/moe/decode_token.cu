@@ -153,9 +153,10 @@ struct G1Step {
     return n;
   }
 };
+// `expert`: the local expert of item t's slot, or -1 to read it from expert_of.
 template <typename T>
 __device__ __forceinline__ G1Step<T> gemm1_step(int64_t t, int64_t n1, const DecodeLayerArgs& a, const int* expert_of, const T* W13,
-                                                int64_t I, int64_t N1, int64_t H) {
+                                                int64_t I, int64_t N1, int64_t H, int expert = -1) {
   G1Step<T> st{};
   st.valid = t < n1;
   st.t = t;
@@ -165,10 +166,23 @@ __device__ __forceinline__ G1Step<T> gemm1_step(int64_t t, int64_t n1, const Dec
   st.j = t % I;
   st.gate_row = a.gated ? gate_up_row(st.j, false, I, a.interleaved) : st.j;
   st.up_row = a.gated ? gate_up_row(st.j, true, I, a.interleaved) : st.j;
-  const int64_t e = expert_of[st.i];
+  const int64_t e = expert >= 0 ? expert : expert_of[st.i];
   st.wg = W13 + (e * N1 + st.gate_row) * H;
   st.wu = W13 + (e * N1 + st.up_row) * H;
   return st;
+}
+
+// A gemm1 step's loads: chunk lane + 32 q of its gate and up rows into g[q], u[q] (zeros past the
+// row, or for no step).
+template <typename T>
+__device__ __forceinline__ void issue_gemm1(const G1Step<T>& st, int64_t c1, bool gated, int lane, uint64_t policy, uint4 (&g)[kG1Chunks],
+                                            uint4 (&u)[kG1Chunks]) {
+#pragma unroll
+  for (int q = 0; q < kG1Chunks; ++q) {
+    const int64_t c = st.c0 + lane + 32 * q;
+    g[q] = st.valid && c < c1 ? load_stream(st.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+    u[q] = st.valid && c < c1 && gated ? load_stream(st.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+  }
 }
 
 constexpr int kResetThreads = 256;
@@ -184,6 +198,8 @@ template <typename T, int kG2Rows, int kG2Chunks>
 __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerArgs a, TokenScratch s, TokenSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_local_s;
+  __shared__ int early_s[32];  // slot -> expert id as soon as the routing settles it; -1 before
+  __shared__ int routed_s;     // warp 0 is past the routing and the slot table
   float* xs = reinterpret_cast<float*>(smem + L.x);
   int* slot_of = reinterpret_cast<int*>(smem + L.slot);      // local slot i -> its slot in [0, K)
   int* expert_of = reinterpret_cast<int*>(smem + L.expert);  // local slot i -> its local expert
@@ -192,15 +208,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   const int K = a.route.top_k;
   const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
 
+  // Early starts: when every expert is local (no map, the full range), local slot i is slot i and its
+  // expert is the routed id, so a warp whose first item's slot the routing has already settled
+  // (early_s, route_on_logits) issues that item's weight loads before the CTA's barrier. Elsewhere
+  // (Expert parallelism, PreRouted, the full routing path) the warps wait for the slot table.
+  const bool early_ok = a.route_on_device && a.expert_map == nullptr && a.local_begin == 0 && a.local_experts == a.route.experts && K < 32;
+  if (tid < 32) early_s[tid] = -1;
+  if (tid == 0) routed_s = 0;
+  __syncthreads();
+
   // ---- routing and the hidden row. Both read only the layer's inputs, which the kernel two launches
   // back (the caller's) has finished writing when this one starts (pdl.cuh's contract), so neither
-  // waits for the reset kernel.
+  // waits for the reset kernel; nor do the early weight loads.
+  const uint64_t policy = detail::l2_evict_first_policy();
+  const T* W13 = static_cast<const T*>(a.w13);
+  const int64_t c1 = H / 8;  // 16-byte chunks per row of W13
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
+  uint4 g[kG1Chunks], u[kG1Chunks];  // gemm1's weight chunks in flight (see gemm1 below)
+  const T* preloaded = nullptr;      // the gate row whose first pass g and u hold, if any
   float* weights = factor;  // the routing's weights land here; the compaction below turns them into factors
   if (warp == 0) {
     if (a.route_on_device) {
       unsigned char* rs = smem + L.route;
       // route_token_warp's `chosen` array holds the ids; ask for them in the slot table directly.
-      route_token_warp(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights);
+      route_token_warp(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights, early_ok ? early_s : nullptr);
     } else {
       for (int k = lane; k < K; k += 32) {
         slot_of[k] = a.topk_ids[k];
@@ -216,6 +247,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       detail::unpack2<T>(v.y, d[2], d[3]);
       detail::unpack2<T>(v.z, d[4], d[5]);
       detail::unpack2<T>(v.w, d[6], d[7]);
+    }
+    if (early_ok && t0 < static_cast<int64_t>(K) * I) {
+      const volatile int* ready = early_s;
+      const volatile int* routed = &routed_s;
+      int e;
+      while ((e = ready[t0 / I]) < 0 && *routed == 0) __nanosleep(32);
+      if (e >= 0) {
+        const G1Step<T> st = gemm1_step<T>(t0, static_cast<int64_t>(K) * I, a, expert_of, W13, I, N1, H, e);
+        issue_gemm1(st, c1, a.gated, lane, policy, g, u);
+        preloaded = st.wg;
+      }
     }
   }
   // The local slots, in slot order: warp 0 compacts them, 32 slots a round, before the CTA's one
@@ -238,7 +280,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       n += __popc(local);
       __syncwarp();
     }
-    if (lane == 0) n_local_s = n;
+    if (lane == 0) {
+      n_local_s = n;
+      *static_cast<volatile int*>(&routed_s) = 1;
+    }
   }
   __syncthreads();
   const int nl = n_local_s;
@@ -248,12 +293,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   pdl_wait();  // the sentinels (the reset kernel), and every write below
   pdl_launch_dependents();
 
-  const uint64_t policy = detail::l2_evict_first_policy();
-  const T* W13 = static_cast<const T*>(a.w13);
   const T* W2 = static_cast<const T*>(a.w2);
-  const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
+  const int64_t c2 = I / 8;  // 16-byte chunks per row of W2
   const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
-  int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
+  int64_t t = t0;
 
   // ---- gemm1 + activation. A warp's gemm1 work is a sequence of steps (item, pass of 32 x kG1Chunks
   // chunks); each step's loads go out chunk by chunk as the step before it consumes its registers, so
@@ -261,13 +304,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   // every warp drains at once, the DRAM queues empty between rounds).
   {
     G1Step cur = gemm1_step<T>(t, n1, a, expert_of, W13, I, N1, H);
-    uint4 g[kG1Chunks], u[kG1Chunks];
-#pragma unroll
-    for (int q = 0; q < kG1Chunks; ++q) {
-      const int64_t c = lane + 32 * q;
-      g[q] = cur.valid && c < c1 ? load_stream(cur.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-      u[q] = cur.valid && c < c1 && a.gated ? load_stream(cur.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-    }
+    // The early loads are this step's when the slot table agrees (it always should; checked anyway).
+    if (!(cur.valid && preloaded == cur.wg)) issue_gemm1(cur, c1, a.gated, lane, policy, g, u);
     float ag = 0.f, au = 0.f;
     while (cur.valid) {
       const bool last_pass = cur.c0 + 32 * kG1Chunks >= c1;

@@ -257,8 +257,16 @@ __device__ __forceinline__ float key_float(uint32_t k) { return __uint_as_float(
 
 // Routes token t on its logits when it can (see above); false: nothing was written, take the full path.
 // N: keys per lane (E <= 32 N); K < 32.
+//
+// `early` (shared memory, K entries holding -1, or null): slot r's expert id is stored there as soon
+// as it is final, before the weights, so that a caller can start on it (the one-token kernel's first
+// weight loads). topk_softmax ranks the logits themselves: every round's winner is final. For
+// softmax_topk a winner is final once the next round shows its logit at least 2^-30 above the
+// next one, with a probability far from underflow (logit - max > -700): then exp() and the division
+// keep the two apart in double, and no tie can reorder them, whether or not the full path takes over
+// later. Publishing stops at the first pair that is closer than that.
 template <int N>
-__device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out) {
+__device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out, volatile int* early) {
   const int E = a.experts, K = a.top_k;
   const bool softmax_first = static_cast<RoutingMethod>(a.method) == RoutingMethod::kSoftmaxTopK;
   float f[N];
@@ -276,6 +284,9 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
   const int rounds = min(E, K + (softmax_first ? 1 : 0));
   float logit = 0.f;
   int id = -1;
+  bool publish = early != nullptr;
+  float first = 0.f, prev = 0.f;  // round 0's and the previous round's logit
+  uint32_t prev_win = 0;
 #pragma unroll 1
   for (int r = 0; r < rounds; ++r) {
     uint32_t best = 0;
@@ -285,8 +296,20 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
     const int bj = lowest_holding(key, best);
     const uint32_t win = __reduce_min_sync(0xFFFFFFFFu, best == top ? static_cast<uint32_t>(lane + 32 * bj) : 0xFFFFFFFFu);
     drop_key(key, bj, lane == static_cast<int>(win % 32));
-    logit = lane == r ? key_float(top) : logit;
+    const float l = key_float(top);
+    logit = lane == r ? l : logit;
     id = lane == r ? static_cast<int>(win) : id;
+    if (publish) {
+      if (!softmax_first) {
+        if (lane == 0 && r < K) early[r] = static_cast<int>(win);
+      } else if (r > 0) {
+        publish = static_cast<double>(prev) - static_cast<double>(l) >= 0x1p-30 && static_cast<double>(prev) - static_cast<double>(first) > -700.0;
+        if (publish && lane == 0 && r - 1 < K) early[r - 1] = static_cast<int>(prev_win);
+      }
+    }
+    first = r == 0 ? l : first;
+    prev = l;
+    prev_win = win;
   }
   // e = exp(logit - the largest logit) in double, as the reference computes it.
   const double e = exp(static_cast<double>(logit) - static_cast<double>(__shfl_sync(0xFFFFFFFFu, logit, 0)));
@@ -306,25 +329,26 @@ __device__ bool route_on_logits(const RouteArgs& a, int64_t t, int lane, bool st
   return true;
 }
 
-__device__ inline bool try_route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out) {
+__device__ inline bool try_route_on_logits(const RouteArgs& a, int64_t t, int lane, bool store, int* ids_out, float* weights_out,
+                                           volatile int* early = nullptr) {
   const auto method = static_cast<RoutingMethod>(a.method);
   const bool takes = method == RoutingMethod::kTopKSoftmax || (method == RoutingMethod::kSoftmaxTopK && a.renormalize);
   if (!takes || a.top_k >= 32) return false;
   const int E = a.experts;
-  if (E <= 32) return route_on_logits<1>(a, t, lane, store, ids_out, weights_out);
-  if (E <= 64) return route_on_logits<2>(a, t, lane, store, ids_out, weights_out);
-  if (E <= 128) return route_on_logits<4>(a, t, lane, store, ids_out, weights_out);
-  if (E <= 256) return route_on_logits<8>(a, t, lane, store, ids_out, weights_out);
-  if (E <= 512) return route_on_logits<16>(a, t, lane, store, ids_out, weights_out);
+  if (E <= 32) return route_on_logits<1>(a, t, lane, store, ids_out, weights_out, early);
+  if (E <= 64) return route_on_logits<2>(a, t, lane, store, ids_out, weights_out, early);
+  if (E <= 128) return route_on_logits<4>(a, t, lane, store, ids_out, weights_out, early);
+  if (E <= 256) return route_on_logits<8>(a, t, lane, store, ids_out, weights_out, early);
+  if (E <= 512) return route_on_logits<16>(a, t, lane, store, ids_out, weights_out, early);
   return false;
 }
 
 // Routes token t. `smem` is this warp's route_smem_per_warp bytes (8-byte aligned). The ids and
 // weights go to a.topk_ids / a.topk_weights (and the copies) when `store` is true, and to ids_out /
 // weights_out (shared memory, K entries) when those are given: the one-token kernel routes in every
-// CTA and only its first CTA stores.
+// CTA and only its first CTA stores. `early`: see route_on_logits (only its fast path fills it).
 __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned char* smem, int lane, bool store = true,
-                                        int* ids_out = nullptr, float* weights_out = nullptr) {
+                                        int* ids_out = nullptr, float* weights_out = nullptr, volatile int* early = nullptr) {
   const int E = a.experts, K = a.top_k, G = a.n_group;
   double* score = reinterpret_cast<double*>(smem);
   double* aux = score + E;
@@ -334,7 +358,7 @@ __device__ inline void route_token_warp(const RouteArgs& a, int64_t t, unsigned 
   uint8_t* flag = reinterpret_cast<uint8_t*>(chosen + E);
   uint8_t* gflag = flag + E;
   const auto method = static_cast<RoutingMethod>(a.method);
-  if (try_route_on_logits(a, t, lane, store, ids_out, weights_out)) return;
+  if (try_route_on_logits(a, t, lane, store, ids_out, weights_out, early)) return;
 
   // Eight loads in flight per lane (and DeepSeek-V3's bias beside them) before any store: the stores go
   // through a generic pointer the compiler cannot prove apart from the inputs, so a plain loop would
