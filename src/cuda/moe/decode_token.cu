@@ -210,19 +210,25 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 
   // Early starts: when every expert is local (no map, the full range), local slot i is slot i and its
   // expert is the routed id, so a warp whose first item's slot the routing has already settled
-  // (early_s, route_on_logits) issues that item's weight loads before the CTA's barrier. Elsewhere
-  // (Expert parallelism, PreRouted, the full routing path) the warps wait for the slot table.
-  const bool early_ok = a.route_on_device && a.expert_map == nullptr && a.local_begin == 0 && a.local_experts == a.route.experts && K < 32;
-  if (tid < 32) early_s[tid] = -1;
-  if (tid == 0) routed_s = 0;
-  __syncthreads();
+  // (early_s, route_on_logits) issues that item's weight loads before the CTA's barrier. Only where
+  // the routing can take its fast path, which alone settles slots early: elsewhere (Expert
+  // parallelism, PreRouted, DeepSeek-V3's routing) the warps wait for the slot table rather than
+  // poll beside warp 0. Not in the 6-row kernel: it spilled registers with the early loads, and
+  // GPT-OSS-120B measured 1.6 us slower (docs/perf-notes.md, step 12).
+  constexpr bool kEarly = kG2Rows == 4;
+  const auto method = static_cast<RoutingMethod>(a.route.method);
+  const bool early_ok = kEarly && a.route_on_device && a.expert_map == nullptr && a.local_begin == 0 && a.local_experts == a.route.experts &&
+                        K < 32 && a.route.experts <= 512 &&
+                        (method == RoutingMethod::kTopKSoftmax || (method == RoutingMethod::kSoftmaxTopK && a.route.renormalize));
+  if constexpr (kEarly) {
+    if (tid < 32) early_s[tid] = -1;
+    if (tid == 0) routed_s = 0;
+    __syncthreads();
+  }
 
   // ---- routing and the hidden row. Both read only the layer's inputs, which the kernel two launches
   // back (the caller's) has finished writing when this one starts (pdl.cuh's contract), so neither
   // waits for the reset kernel; nor do the early weight loads.
-  const uint64_t policy = detail::l2_evict_first_policy();
-  const T* W13 = static_cast<const T*>(a.w13);
-  const int64_t c1 = H / 8;  // 16-byte chunks per row of W13
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;  // this warp's first item
   uint4 g[kG1Chunks], u[kG1Chunks];  // gemm1's weight chunks in flight (see gemm1 below)
   const T* preloaded = nullptr;      // the gate row whose first pass g and u hold, if any
@@ -254,8 +260,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       int e;
       while ((e = ready[t0 / I]) < 0 && *routed == 0) __nanosleep(32);
       if (e >= 0) {
-        const G1Step<T> st = gemm1_step<T>(t0, static_cast<int64_t>(K) * I, a, expert_of, W13, I, N1, H, e);
-        issue_gemm1(st, c1, a.gated, lane, policy, g, u);
+        const G1Step<T> st = gemm1_step<T>(t0, static_cast<int64_t>(K) * I, a, expert_of, static_cast<const T*>(a.w13), I, N1, H, e);
+        issue_gemm1(st, H / 8, a.gated, lane, detail::l2_evict_first_policy(), g, u);
         preloaded = st.wg;
       }
     }
@@ -293,8 +299,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   pdl_wait();  // the sentinels (the reset kernel), and every write below
   pdl_launch_dependents();
 
+  const uint64_t policy = detail::l2_evict_first_policy();
+  const T* W13 = static_cast<const T*>(a.w13);
   const T* W2 = static_cast<const T*>(a.w2);
-  const int64_t c2 = I / 8;  // 16-byte chunks per row of W2
+  const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
   const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
   int64_t t = t0;
 
@@ -305,7 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   {
     G1Step cur = gemm1_step<T>(t, n1, a, expert_of, W13, I, N1, H);
     // The early loads are this step's when the slot table agrees (it always should; checked anyway).
-    if (!(cur.valid && preloaded == cur.wg)) issue_gemm1(cur, c1, a.gated, lane, policy, g, u);
+    if (!kEarly || !(cur.valid && preloaded == cur.wg)) issue_gemm1(cur, c1, a.gated, lane, policy, g, u);
     float ag = 0.f, au = 0.f;
     while (cur.valid) {
       const bool last_pass = cur.c0 + 32 * kG1Chunks >= c1;
