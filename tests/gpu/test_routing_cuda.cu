@@ -3,6 +3,7 @@
 // NaN, -0.0 next to +0.0, -inf, and expert counts on both sides of every register-path width
 // (32, 64, 128, 256, 512) plus one above 512 (the shared-memory path). The ids must match exactly;
 // the weights within float rounding (both NaN where the reference gives NaN).
+#include <algorithm>
 #include <array>
 #include <cuda_runtime_api.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cuda/moe/moe_launch.h"
+#include "cuda/moe/routing_device.cuh"
 #include "gpu_test_util.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
@@ -180,6 +182,86 @@ TEST(RoutingCuda, TiedProbabilitiesOfDifferentLogitsMatchTheReference) {
       for (OneRow kind : {OneRow::kUnderflow, OneRow::kBelowDouble})
         for (int64_t T : {1, 5}) check_case(c, T, seed++, kind);
     }
+}
+
+// One warp per token routes with `early` (routing_device.cuh's route_on_logits): what it publishes
+// early per slot, and the slot's final id.
+__global__ void route_with_early_kernel(cuda::moe::RouteArgs a, int32_t* early_out, int32_t* ids_out) {
+  extern __shared__ __align__(16) unsigned char route_smem[];
+  __shared__ int early[32];
+  __shared__ int ids[64];
+  __shared__ float weights[64];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t t = blockIdx.x;
+  early[lane] = -1;
+  __syncwarp();
+  cuda::moe::route_token_warp(a, t, route_smem, lane, false, ids, weights, early);
+  __syncwarp();
+  early_out[t * 32 + lane] = early[lane];
+  for (int k = lane; k < a.top_k; k += 32) ids_out[t * a.top_k + k] = ids[k];
+}
+
+// The one-token kernel starts a slot's weight loads on the id the routing publishes early, so a
+// published id must be the slot's final one, also where the routing then finds a probability tie
+// and takes its full path (the underflow and below-double rows), and nothing may be published where
+// the fast path does not run (rows with a NaN or an infinity). Normal logits, whose neighbours in
+// rank are far apart, publish every slot with either method (softmax_topk's last slot is settled by
+// the extra round its tie check takes).
+TEST(RoutingCuda, EarlyIdsAreTheFinalIds) {
+  MOEKIT_REQUIRE_GPU();
+  uint64_t seed = 1300;
+  for (int E : {8, 64, 128, 256, 512})
+    for (RoutingMethod m : {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax})
+      for (int K : {1, 2, 6, std::min(E - 1, 31)})
+        for (int kind = 0; kind < 4; ++kind) {  // normal logits, then OneRow kMixed, kUnderflow, kBelowDouble
+          const int64_t T = 9;
+          SCOPED_TRACE("E" + std::to_string(E) + " K" + std::to_string(K) + (m == RoutingMethod::kSoftmaxTopK ? " softmax_topk" : " topk_softmax") +
+                       " rows " + std::to_string(kind));
+          std::vector<float> logits;
+          if (kind == 0) {
+            std::mt19937_64 rng(seed++);
+            std::normal_distribution<float> normal(0.f, 2.f);
+            logits.resize(static_cast<size_t>(T * E));
+            for (auto& x : logits) x = normal(rng);
+          } else {
+            logits = tie_heavy_logits(T, E, seed++, kind == 1 ? OneRow::kMixed : kind == 2 ? OneRow::kUnderflow : OneRow::kBelowDouble);
+          }
+          cuda::moe::RouteArgs a;
+          a.logits = to_device<void>(logits.data(), logits.size() * 4);
+          a.tokens = T;
+          a.experts = E;
+          a.top_k = K;
+          a.method = static_cast<int>(m);
+          a.renormalize = true;
+          int32_t *d_early = nullptr, *d_ids = nullptr;
+          MOEKIT_ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&d_early), static_cast<size_t>(T) * 32 * 4));
+          MOEKIT_ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&d_ids), static_cast<size_t>(T * K) * 4));
+          MOEKIT_ASSERT_CUDA(cudaMemset(d_ids, 0xFF, static_cast<size_t>(T * K) * 4));
+          const size_t smem = cuda::moe::route_smem_per_warp(E, 1);
+          route_with_early_kernel<<<static_cast<unsigned>(T), 32, smem>>>(a, d_early, d_ids);
+          MOEKIT_ASSERT_CUDA(cudaGetLastError());
+          MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+          std::vector<int32_t> early(static_cast<size_t>(T) * 32), ids(static_cast<size_t>(T * K));
+          MOEKIT_ASSERT_CUDA(cudaMemcpy(early.data(), d_early, early.size() * 4, cudaMemcpyDeviceToHost));
+          MOEKIT_ASSERT_CUDA(cudaMemcpy(ids.data(), d_ids, ids.size() * 4, cudaMemcpyDeviceToHost));
+          for (int64_t t = 0; t < T; ++t) {
+            int published = 0;
+            bool finite = true;
+            for (int e = 0; e < E; ++e) finite = finite && std::isfinite(logits[static_cast<size_t>(t * E + e)]);
+            for (int k = 0; k < 32; ++k) {
+              const int32_t v = early[static_cast<size_t>(t * 32 + k)];
+              if (v < 0) continue;
+              ++published;
+              ASSERT_LT(k, K) << "token " << t << ": an early id past the slots";
+              EXPECT_EQ(v, ids[static_cast<size_t>(t * K + k)]) << "token " << t << " slot " << k;
+            }
+            if (!finite) EXPECT_EQ(published, 0) << "token " << t << ": a non-finite row published early ids";
+            if (kind == 0) EXPECT_EQ(published, K) << "token " << t;
+          }
+          cudaFree(const_cast<void*>(a.logits));
+          cudaFree(d_early);
+          cudaFree(d_ids);
+        }
 }
 
 }  // namespace
