@@ -172,17 +172,20 @@ __device__ __forceinline__ G1Step<T> gemm1_step(int64_t t, int64_t n1, const Dec
   return st;
 }
 
-// A gemm1 step's loads: chunk lane + 32 q of its gate and up rows into g[q], u[q] (zeros past the
-// row, or for no step).
+// A gemm1 step's chunk q (chunk lane + 32 q of its gate and up rows) into g, u: zeros past the row,
+// or for no step.
+template <typename T>
+__device__ __forceinline__ void load_gemm1_chunk(const G1Step<T>& st, int q, int64_t c1, bool gated, int lane, uint64_t policy, uint4& g, uint4& u) {
+  const int64_t c = st.c0 + lane + 32 * q;
+  g = st.valid && c < c1 ? load_stream(st.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+  u = st.valid && c < c1 && gated ? load_stream(st.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+}
+// All of a gemm1 step's chunks.
 template <typename T>
 __device__ __forceinline__ void issue_gemm1(const G1Step<T>& st, int64_t c1, bool gated, int lane, uint64_t policy, uint4 (&g)[kG1Chunks],
                                             uint4 (&u)[kG1Chunks]) {
 #pragma unroll
-  for (int q = 0; q < kG1Chunks; ++q) {
-    const int64_t c = st.c0 + lane + 32 * q;
-    g[q] = st.valid && c < c1 ? load_stream(st.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-    u[q] = st.valid && c < c1 && gated ? load_stream(st.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-  }
+  for (int q = 0; q < kG1Chunks; ++q) load_gemm1_chunk(st, q, c1, gated, lane, policy, g[q], u[q]);
 }
 
 constexpr int kResetThreads = 256;
@@ -325,9 +328,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
           ag = dot8<T>(g[q], xs + 8 * c, ag);
           au = dot8<T>(u[q], xs + 8 * c, au);
         }
-        const int64_t cn = nxt.c0 + lane + 32 * q;
-        g[q] = nxt.valid && cn < c1 ? load_stream(nxt.wg + 8 * cn, policy) : make_uint4(0, 0, 0, 0);
-        u[q] = nxt.valid && cn < c1 && a.gated ? load_stream(nxt.wu + 8 * cn, policy) : make_uint4(0, 0, 0, 0);
+        load_gemm1_chunk(nxt, q, c1, a.gated, lane, policy, g[q], u[q]);
       }
       if (last_pass) {
         ag = detail::warp_sum(ag);
