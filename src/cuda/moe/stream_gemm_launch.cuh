@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -57,12 +58,35 @@ Status launch_stream_shape(const GemmArgs& a, void* stream) {
   return with_epilogue(a.epilogue, [&](auto epi) { return launch_stream_instance<T, S, decltype(epi)::value>(a, stream); });
 }
 
+// EXPERIMENT, to be removed once measured: MOEKIT_STREAM_VARIANT=0 the 16-row warps (as before),
+// 1 the same skipping empty n8 blocks, 2 32-row warps over half of each stage's k steps, skipping
+// empty n8 blocks.
+inline int stream_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("MOEKIT_STREAM_VARIANT");
+    return e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+
+template <typename T, int NT>
+Status launch_stream_variant(const GemmArgs& a, void* stream) {
+  switch (stream_variant()) {
+    case 1:
+      if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 1, true>>(a, stream);
+      break;
+    case 2: return launch_stream_shape<T, StreamShape<NT, 2, NT / 8 >= 2>>(a, stream);
+    default: break;
+  }
+  return launch_stream_shape<T, StreamShape<NT>>(a, stream);
+}
+
 template <typename T>
 Status launch_stream_gemm_typed(const GemmArgs& a, void* stream) {
   switch (a.tile) {
-    case GemmTile::kStreamN8: return launch_stream_shape<T, StreamShape<8>>(a, stream);
-    case GemmTile::kStreamN16: return launch_stream_shape<T, StreamShape<16>>(a, stream);
-    case GemmTile::kStreamN32: return launch_stream_shape<T, StreamShape<32>>(a, stream);
+    case GemmTile::kStreamN8: return launch_stream_variant<T, 8>(a, stream);
+    case GemmTile::kStreamN16: return launch_stream_variant<T, 16>(a, stream);
+    case GemmTile::kStreamN32: return launch_stream_variant<T, 32>(a, stream);
     default: break;
   }
   return Status::Internal("stream GEMM: not a stream tile");
