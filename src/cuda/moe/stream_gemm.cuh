@@ -24,6 +24,7 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
@@ -130,6 +131,61 @@ struct StreamSources {
   }
 };
 
+// f(integral_constant<int, L>) for L = min(live, NB), 1 <= live: a run-time block count made a
+// compile-time one (one branch per stage, not one per block and k step).
+template <int NB, class F>
+__device__ __forceinline__ void with_live(int live, F&& f) {
+  if constexpr (NB == 1) {
+    f(std::integral_constant<int, 1>{});
+  } else {
+    if (live >= NB) {
+      f(std::integral_constant<int, NB>{});
+    } else {
+      with_live<NB - 1>(live, f);
+    }
+  }
+}
+
+// One stage's mma for this warp: its MB m16 blocks of weight rows (at `ws`) against the first LIVE
+// n8 blocks of routed rows (at `xs`), over its k group's k steps.
+template <typename T, class S, int LIVE>
+__device__ __forceinline__ void stream_stage_mma(const T* ws, const T* xs, typename S::Acc& acc, int lane, int wk) {
+  constexpr int MB = S::MB, LDS = S::LDS;
+#pragma unroll
+  for (int ks = 0; ks < S::kKSteps; ++ks) {
+    const int kk = wk * S::kKSteps + ks;
+    uint32_t af[MB][4];
+#pragma unroll
+    for (int m = 0; m < MB; ++m) ldmatrix_x4(af[m], ws + (m * 16 + lane % 16) * LDS + kk * 16 + (lane / 16) * 8);
+    if constexpr (MB == 1) {
+#pragma unroll
+      for (int nb = 0; nb < LIVE; ++nb) {
+        uint32_t bf[2];
+        ldmatrix_x2(bf, xs + (nb * 8 + lane % 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
+        detail::mma_16816<T>(acc[0][nb], af[0], bf[0], bf[1]);
+      }
+    } else {
+      // Two n8 blocks per ldmatrix where both are live; the routed-row fragments serve both m blocks.
+#pragma unroll
+      for (int nb = 0; nb < LIVE; nb += 2) {
+        uint32_t bf[4];
+        if constexpr (LIVE % 2 == 0) {
+          ldmatrix_x4(bf, xs + (nb * 8 + lane % 8 + (lane / 16) * 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
+        } else if (nb + 1 < LIVE) {
+          ldmatrix_x4(bf, xs + (nb * 8 + lane % 8 + (lane / 16) * 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
+        } else {
+          ldmatrix_x2(reinterpret_cast<uint32_t(&)[2]>(bf), xs + (nb * 8 + lane % 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
+        }
+#pragma unroll
+        for (int m = 0; m < MB; ++m) {
+          detail::mma_16816<T>(acc[m][nb], af[m], bf[0], bf[1]);
+          if (nb + 1 < LIVE) detail::mma_16816<T>(acc[m][nb + 1], af[m], bf[2], bf[3]);
+        }
+      }
+    }
+  }
+}
+
 // The k loop of one tile over k tiles [kt_begin, kt_begin + count): weights and routed rows through a
 // kStages-deep cp.async pipeline into `smem`, mma.sync into `acc`. The first weight stages are issued
 // before `before_rows()` runs (a PDL wait, a wait for the rows' producer, src.set_rows), the rows
@@ -206,45 +262,10 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
 
     const T* ws = Ws + (it % kStages) * BW * LDS + wr * MB * 16 * LDS;
     const T* xs = Xs + (it % kStages) * NT * LDS;
-    if constexpr (MB == 1) {
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        uint32_t af[4];
-        ldmatrix_x4(af, ws + (lane % 16) * LDS + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-          if (nb >= live) break;
-          uint32_t bf[2];
-          ldmatrix_x2(bf, xs + (nb * 8 + lane % 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
-          detail::mma_16816<T>(acc[0][nb], af, bf[0], bf[1]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < S::kKSteps; ++ks) {
-        const int kk = wk * S::kKSteps + ks;
-        uint32_t af[MB][4];
-#pragma unroll
-        for (int m = 0; m < MB; ++m) ldmatrix_x4(af[m], ws + (m * 16 + lane % 16) * LDS + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-        for (int nb = 0; nb < NB; nb += 2) {
-          if (nb >= live) break;
-          uint32_t bf[4];  // n8 blocks nb and nb + 1 (one ldmatrix when NB is even)
-          if constexpr (NB % 2 == 0) {
-            ldmatrix_x4(bf, xs + (nb * 8 + lane % 8 + (lane / 16) * 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
-          } else {
-            ldmatrix_x2(reinterpret_cast<uint32_t(&)[2]>(bf), xs + (nb * 8 + lane % 8) * LDS + kk * 16 + ((lane / 8) % 2) * 8);
-          }
-#pragma unroll
-          for (int m = 0; m < MB; ++m) {
-            detail::mma_16816<T>(acc[m][nb], af[m], bf[0], bf[1]);
-            if constexpr (NB % 2 == 0) {
-              if (nb + 1 < live) detail::mma_16816<T>(acc[m][nb + 1], af[m], bf[2], bf[3]);
-            }
-          }
-        }
-      }
-    }
+    // The stage's mma over the first `live` n8 blocks, a compile-time count, so that the unrolled
+    // loop keeps its fragment loads ahead of the mma (a run-time test per block serialized every
+    // load and its mma: Mixtral T=64 900 against 761 us, docs/perf-notes.md step 13).
+    with_live<NB>(S::kSkipEmpty ? live : NB, [&](auto live_c) { stream_stage_mma<T, S, decltype(live_c)::value>(ws, xs, acc, lane, wk); });
   }
   detail::cp_async_wait<0>();
   if constexpr (S::kKWarps > 1) {

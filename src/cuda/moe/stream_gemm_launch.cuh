@@ -60,7 +60,7 @@ Status launch_stream_shape(const GemmArgs& a, void* stream) {
 
 // EXPERIMENT, to be removed once measured: MOEKIT_STREAM_VARIANT=0 the 16-row warps (as before),
 // 1 the same skipping empty n8 blocks, 2 32-row warps over half of each stage's k steps, skipping
-// empty n8 blocks.
+// empty n8 blocks, 3 the 32-row warps without skipping.
 inline int stream_variant() {
   static const int v = [] {
     const char* e = std::getenv("MOEKIT_STREAM_VARIANT");
@@ -75,7 +75,10 @@ Status launch_stream_variant(const GemmArgs& a, void* stream) {
     case 1:
       if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 1, true>>(a, stream);
       break;
-    case 2: return launch_stream_shape<T, StreamShape<NT, 2, NT / 8 >= 2>>(a, stream);
+    case 2:
+      if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 2, true>>(a, stream);
+      return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
+    case 3: return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
     default: break;
   }
   return launch_stream_shape<T, StreamShape<NT>>(a, stream);
