@@ -127,6 +127,16 @@ __device__ __forceinline__ void cp_async_16_stream(void* smem_dst, const void* s
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes), "l"(policy) : "memory");
 }
+// Asks L2 to fetch [src, src + bytes) (16-byte aligned, a multiple of 16) from device memory, with an
+// L2 cache policy; nothing lands in shared memory and nothing waits for it. sm_90 and newer; a no-op
+// before (the copy that follows simply fetches it then).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src), "r"(bytes), "l"(policy) : "memory");
+#else
+  (void)src, (void)bytes, (void)policy;
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {

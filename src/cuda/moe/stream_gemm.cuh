@@ -106,6 +106,10 @@ struct StreamSources {
   static constexpr int kXLoads = (S::NT * kChunks + S::kThreads - 1) / S::kThreads;
   const T* w[kWLoads];
   const T* x[kXLoads];
+  // The weight row this thread asks L2 for ahead of the pipeline (threads < BW; nullptr: none), and
+  // how many stages past the pipeline's deepest (0: no prefetch).
+  const T* prefetch_row = nullptr;
+  int prefetch_stages = 0;
 
   // Weight rows from `rows` of expert matrix W ([N, K] row-major).
   __device__ __forceinline__ StreamSources(const T* W, int64_t K, const StreamRows& rows) {
@@ -116,6 +120,8 @@ struct StreamSources {
       const int64_t wr = rows(c / kChunks);
       w[l] = wr >= 0 ? W + wr * K + (c % kChunks) * 8 : nullptr;
     }
+    const int64_t pr = tid < S::BW ? rows(tid) : -1;
+    prefetch_row = pr >= 0 ? W + pr * K : nullptr;
   }
   // Routed row r (< `count`) from `x_row(r)`, a pointer to that row's first element (K elements).
   // Separate, so that a kernel can issue its weight loads before it looks its rows up.
@@ -216,6 +222,13 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
       detail::cp_async_16_stream(ws + r * LDS + kc, ok ? src.w[l] + k0 : any, ok, stream_policy);
     }
   };
+  // Stage kt's 256 bytes of this thread's weight row, asked of L2 ahead of its cp.async: it keeps
+  // more of the weight stream in flight than the shared-memory stages alone hold.
+  auto prefetch_weights = [&](int64_t kt) {
+    const int64_t k0 = kt * BK;
+    if (src.prefetch_row != nullptr && k0 < K)
+      detail::prefetch_l2_bulk(src.prefetch_row + k0, static_cast<uint32_t>(min(static_cast<int64_t>(BK), K - k0) * sizeof(T)), stream_policy);
+  };
   auto load_rows = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
     T* xs = Xs + stage * NT * LDS;
@@ -244,6 +257,7 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
     if (s < count) load_weights(s, kt_begin + s);
     detail::cp_async_commit();
   }
+  for (int s = kStages - 1; s < kStages - 1 + src.prefetch_stages && s < count; ++s) prefetch_weights(kt_begin + s);
   before_rows();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -259,6 +273,7 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
       load_rows(static_cast<int>(next % kStages), kt_begin + next);
     }
     detail::cp_async_commit();
+    if (src.prefetch_stages > 0 && next + src.prefetch_stages < count) prefetch_weights(kt_begin + next + src.prefetch_stages);
 
     const T* ws = Ws + (it % kStages) * BW * LDS + wr * MB * 16 * LDS;
     const T* xs = Xs + (it % kStages) * NT * LDS;
@@ -386,6 +401,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const T* W = static_cast<const T*>(a.b) + static_cast<int64_t>(e) * N * K;
   const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
   StreamSources<T, S> src(W, K, w_row);
+  src.prefetch_stages = a.prefetch_stages;
   src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
 
   const int64_t k_tiles = (K + BK - 1) / BK;

@@ -69,8 +69,18 @@ inline int stream_variant() {
   return v;
 }
 
+inline int stream_prefetch() {
+  static const int v = [] {
+    const char* e = std::getenv("MOEKIT_STREAM_PREFETCH");
+    return e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+
 template <typename T, int NT>
-Status launch_stream_variant(const GemmArgs& a, void* stream) {
+Status launch_stream_variant(const GemmArgs& args, void* stream) {
+  GemmArgs a = args;
+  a.prefetch_stages = stream_prefetch();
   switch (stream_variant()) {
     case 1:
       if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 1, true>>(a, stream);
