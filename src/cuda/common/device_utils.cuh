@@ -122,6 +122,18 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
+// EXPERIMENT: an L2 policy by number (0 evict_first, 1 evict_normal, 2 evict_last).
+__device__ __forceinline__ uint64_t l2_policy_of(int kind) {
+  uint64_t policy;
+  if (kind == 2) {
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  } else if (kind == 1) {
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  }
+  return policy;
+}
 __device__ __forceinline__ void cp_async_16_stream(void* smem_dst, const void* src, bool valid, uint64_t policy) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   const int src_bytes = valid ? 16 : 0;

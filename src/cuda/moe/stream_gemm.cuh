@@ -110,6 +110,7 @@ struct StreamSources {
   // how many stages past the pipeline's deepest (0: no prefetch).
   const T* prefetch_row = nullptr;
   int prefetch_stages = 0;
+  int prefetch_policy = 0;
 
   // Weight rows from `rows` of expert matrix W ([N, K] row-major).
   __device__ __forceinline__ StreamSources(const T* W, int64_t K, const StreamRows& rows) {
@@ -222,12 +223,13 @@ __device__ __forceinline__ void stream_mainloop(unsigned char* smem, StreamSourc
       detail::cp_async_16_stream(ws + r * LDS + kc, ok ? src.w[l] + k0 : any, ok, stream_policy);
     }
   };
+  const uint64_t prefetch_policy = src.prefetch_stages > 0 ? detail::l2_policy_of(src.prefetch_policy) : stream_policy;
   // Stage kt's 256 bytes of this thread's weight row, asked of L2 ahead of its cp.async: it keeps
   // more of the weight stream in flight than the shared-memory stages alone hold.
   auto prefetch_weights = [&](int64_t kt) {
     const int64_t k0 = kt * BK;
     if (src.prefetch_row != nullptr && k0 < K)
-      detail::prefetch_l2_bulk(src.prefetch_row + k0, static_cast<uint32_t>(min(static_cast<int64_t>(BK), K - k0) * sizeof(T)), stream_policy);
+      detail::prefetch_l2_bulk(src.prefetch_row + k0, static_cast<uint32_t>(min(static_cast<int64_t>(BK), K - k0) * sizeof(T)), prefetch_policy);
   };
   auto load_rows = [&](int stage, int64_t kt) {
     const int64_t k0 = kt * BK;
@@ -402,6 +404,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const int rows = static_cast<int>(min(static_cast<int64_t>(S::NT), row_end - row0));
   StreamSources<T, S> src(W, K, w_row);
   src.prefetch_stages = a.prefetch_stages;
+  src.prefetch_policy = a.prefetch_policy;
   src.set_rows(rows, [&](int r) { return X + (row0 + r) * K; });
 
   const int64_t k_tiles = (K + BK - 1) / BK;

@@ -69,18 +69,17 @@ inline int stream_variant() {
   return v;
 }
 
-inline int stream_prefetch() {
-  static const int v = [] {
-    const char* e = std::getenv("MOEKIT_STREAM_PREFETCH");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
+inline int env_int(const char* name) {
+  const char* e = std::getenv(name);
+  return e ? std::atoi(e) : 0;
 }
 
 template <typename T, int NT>
 Status launch_stream_variant(const GemmArgs& args, void* stream) {
   GemmArgs a = args;
-  a.prefetch_stages = stream_prefetch();
+  static const int prefetch = env_int("MOEKIT_STREAM_PREFETCH"), policy = env_int("MOEKIT_STREAM_PREFETCH_POLICY");
+  a.prefetch_stages = prefetch;
+  a.prefetch_policy = policy;
   switch (stream_variant()) {
     case 1:
       if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 1, true>>(a, stream);
