@@ -34,11 +34,16 @@
 
 namespace moekit::cuda::moe {
 
-template <int NT_, int MB_ = 1, bool kSkipEmpty_ = false>
+template <int NT_, int MB_ = 1, bool kSkipEmpty_ = false, int BW_ = 64>
 struct StreamShape {
   static constexpr int NT = NT_;  // routed rows per CTA: the mma's n side, in blocks of 8
   static constexpr int NB = NT / 8;
-  static constexpr int BW = 64;   // weight rows per CTA
+  // Weight rows per CTA: 64 (4 warps, two CTAs per SM), or 128 (8 warps, one CTA per SM): every CTA
+  // reads its routed rows from L2 once per stage, so 128 halves that traffic per weight byte.
+  static constexpr int BW = BW_;
+  static constexpr int kWarps = BW / 16;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kCtasPerSm = BW == 64 ? 2 : 1;
   static constexpr int BK = 128;  // 256 contiguous bytes of each weight row per stage
   // Weight rows per warp, in m16 blocks. With 1 the four warps each take 16 weight rows and every
   // k step of a stage, so every warp reads all NT routed rows from shared memory (4x per stage).
@@ -47,7 +52,7 @@ struct StreamShape {
   // routed rows are read twice per stage, not four times.
   static constexpr int MB = MB_;
   static constexpr int kRowWarps = BW / (16 * MB);      // warps along the weight rows
-  static constexpr int kKWarps = 4 / kRowWarps;         // warps along each stage's k steps
+  static constexpr int kKWarps = kWarps / kRowWarps;   // warps along each stage's k steps
   static constexpr int kKSteps = BK / 16 / kKWarps;     // k16 steps per warp and stage
   // Skip the mma and the routed-row reads of n8 blocks past the tile's rows (a tile of NT rows often
   // holds fewer: Mixtral T=64 puts about 16 rows on each expert's 32-row tile).
@@ -55,9 +60,7 @@ struct StreamShape {
   // Two CTAs per SM is the point of the pipeline depth: one's fill and epilogue overlap the other's
   // stream. Five stages of 64 + 32 padded rows (130.6 KB) let only one NT=32 CTA on an SM (228 KB),
   // so NT=32 keeps four (104.4 KB); NT=8 and 16 keep five (97.9 and 108.8 KB).
-  static constexpr int kStages = NT <= 16 ? 5 : 4;
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kStages = BW == 128 || NT <= 16 ? 5 : 4;
   static constexpr int LDS = BK + 8;  // padded rows: ldmatrix's 8 rows fall in distinct banks
   static constexpr int kMaxSplit = 8;  // the portable cluster size
   static_assert(NT % 8 == 0 && NT <= 32, "8, 16 or 32 routed rows per CTA");
@@ -70,7 +73,8 @@ struct StreamShape {
   static constexpr size_t kOffsetsBytesAt512Experts = (512 + 1) * 8;
   static constexpr size_t kStaticAndReservedBytes = 64 + 1024;
   static constexpr size_t kSmemPerSm = 228 * 1024;
-  static_assert(2 * (kPipelineBytes + kOffsetsBytesAt512Experts + kStaticAndReservedBytes) <= kSmemPerSm, "two CTAs per SM");
+  static_assert(BW == 64 || BW == 128, "64 or 128 weight rows per CTA");
+  static_assert(kCtasPerSm * (kPipelineBytes + kOffsetsBytesAt512Experts + kStaticAndReservedBytes) <= kSmemPerSm, "the CTAs per SM fit");
   static size_t smem_bytes(int experts) { return kPipelineBytes + (static_cast<size_t>(experts) + 1) * 8; }
   // A thread's accumulators: m16 block, n8 block, the mma's four floats.
   using Acc = float[MB][NB][4];
@@ -372,7 +376,7 @@ __device__ __forceinline__ void stream_epilogue(const GemmArgs& a, const typenam
 }
 
 template <typename T, class S, Epilogue kEpi>
-__global__ void __launch_bounds__(S::kThreads, 2)
+__global__ void __launch_bounds__(S::kThreads, S::kCtasPerSm)
     stream_gemm_kernel(GemmArgs a, int64_t n_tiles, int split, int64_t k_tiles_per_split) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int NB = S::NB, MB = S::MB, BW = S::BW, BK = S::BK;

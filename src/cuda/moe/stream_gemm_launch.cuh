@@ -60,7 +60,8 @@ Status launch_stream_shape(const GemmArgs& a, void* stream) {
 
 // EXPERIMENT, to be removed once measured: MOEKIT_STREAM_VARIANT=0 the 16-row warps (as before),
 // 1 the same skipping empty n8 blocks, 2 32-row warps over half of each stage's k steps, skipping
-// empty n8 blocks, 3 the 32-row warps without skipping.
+// empty n8 blocks, 3 the 32-row warps without skipping, 4 128 weight rows per CTA (8 warps of 16),
+// 5 128 weight rows per CTA (8 warps of 32 rows over half the k steps).
 inline int stream_variant() {
   static const int v = [] {
     const char* e = std::getenv("MOEKIT_STREAM_VARIANT");
@@ -88,6 +89,8 @@ Status launch_stream_variant(const GemmArgs& args, void* stream) {
       if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 2, true>>(a, stream);
       return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
     case 3: return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
+    case 4: return launch_stream_shape<T, StreamShape<NT, 1, false, 128>>(a, stream);
+    case 5: return launch_stream_shape<T, StreamShape<NT, 2, false, 128>>(a, stream);
     default: break;
   }
   return launch_stream_shape<T, StreamShape<NT>>(a, stream);
