@@ -23,6 +23,7 @@
 #include <cooperative_groups.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -34,7 +35,7 @@
 
 namespace moekit::cuda::moe {
 
-template <int NT_, int MB_ = 1, bool kSkipEmpty_ = false, int BW_ = 64>
+template <int NT_, int MB_ = 1, bool kSkipEmpty_ = false, int BW_ = 64, int BK_ = 128>
 struct StreamShape {
   static constexpr int NT = NT_;  // routed rows per CTA: the mma's n side, in blocks of 8
   static constexpr int NB = NT / 8;
@@ -43,8 +44,8 @@ struct StreamShape {
   static constexpr int BW = BW_;
   static constexpr int kWarps = BW / 16;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kCtasPerSm = BW == 64 ? 2 : 1;
-  static constexpr int BK = 128;  // 256 contiguous bytes of each weight row per stage
+  static constexpr int BK = BK_;  // 2 * BK contiguous bytes of each weight row per stage
+  static constexpr int kCtasPerSm = BW == 64 && BK == 128 ? 2 : 1;
   // Weight rows per warp, in m16 blocks. With 1 the four warps each take 16 weight rows and every
   // k step of a stage, so every warp reads all NT routed rows from shared memory (4x per stage).
   // With 2 a warp takes 32 weight rows on the same routed-row fragments and half of each stage's k
@@ -60,7 +61,8 @@ struct StreamShape {
   // Two CTAs per SM is the point of the pipeline depth: one's fill and epilogue overlap the other's
   // stream. Five stages of 64 + 32 padded rows (130.6 KB) let only one NT=32 CTA on an SM (228 KB),
   // so NT=32 keeps four (104.4 KB); NT=8 and 16 keep five (97.9 and 108.8 KB).
-  static constexpr int kStages = BW == 128 || NT <= 16 ? 5 : 4;
+  static constexpr size_t kStageBytes = static_cast<size_t>(BW + NT) * (BK + 8) * 2;
+  static constexpr int kStages = kCtasPerSm == 2 ? (NT <= 16 ? 5 : 4) : static_cast<int>(std::min<size_t>(5, (222 * 1024) / kStageBytes));
   static constexpr int LDS = BK + 8;  // padded rows: ldmatrix's 8 rows fall in distinct banks
   static constexpr int kMaxSplit = 8;  // the portable cluster size
   static_assert(NT % 8 == 0 && NT <= 32, "8, 16 or 32 routed rows per CTA");

@@ -61,7 +61,8 @@ Status launch_stream_shape(const GemmArgs& a, void* stream) {
 // EXPERIMENT, to be removed once measured: MOEKIT_STREAM_VARIANT=0 the 16-row warps (as before),
 // 1 the same skipping empty n8 blocks, 2 32-row warps over half of each stage's k steps, skipping
 // empty n8 blocks, 3 the 32-row warps without skipping, 4 128 weight rows per CTA (8 warps of 16),
-// 5 128 weight rows per CTA (8 warps of 32 rows over half the k steps).
+// 5 128 weight rows per CTA (8 warps of 32 rows over half the k steps), 6 512-byte runs of each
+// weight row per stage (BK = 256, one CTA per SM).
 inline int stream_variant() {
   static const int v = [] {
     const char* e = std::getenv("MOEKIT_STREAM_VARIANT");
@@ -91,6 +92,7 @@ Status launch_stream_variant(const GemmArgs& args, void* stream) {
     case 3: return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
     case 4: return launch_stream_shape<T, StreamShape<NT, 1, false, 128>>(a, stream);
     case 5: return launch_stream_shape<T, StreamShape<NT, 2, false, 128>>(a, stream);
+    case 6: return launch_stream_shape<T, StreamShape<NT, 1, false, 64, 256>>(a, stream);
     default: break;
   }
   return launch_stream_shape<T, StreamShape<NT>>(a, stream);
