@@ -5,12 +5,14 @@
 // local expert hit, one expert in every slot) and where it declines (the plan then runs another path).
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "cuda/moe/moe_launch.h"
 #include "moe_case.h"
+#include "moekit/random_layer.h"
 #include "moekit/runner.h"
 
 namespace moekit {
@@ -61,6 +63,48 @@ TEST(DecodeTokenCuda, RoutingMethodsAndWideExperts) {
   llama.problem.routing.method = RoutingMethod::kLlama4;
   expect_token_within_tolerance(llama, 4);
   expect_token_within_tolerance({"softmax E512 K8", base_problem(512, 8, kH, kI), 1}, 5);
+}
+
+// DeepSeek-V3's grouped routing over a warp per group (routing_grouped.cuh) where it fits, and the
+// one-warp path where it does not; run_case checks every id against the CPU reference. Tie-heavy
+// rows (logits and biases from a few values: equal scores inside a group, equal group scores) and
+// NaN logits check that ties and NaN fall as in the reference.
+Case grouped_case(const std::string& name, int E, int K, int groups, int kept, uint64_t tie_levels, bool nan) {
+  Case c{name, base_problem(E, K, 256, 128), 1};
+  c.problem.routing.method = RoutingMethod::kDeepSeekV3;
+  c.problem.routing.n_group = groups;
+  c.problem.routing.topk_group = kept;
+  c.problem.routing.routed_scaling_factor = 2.5f;
+  c.tweak = [tie_levels, nan](RandomLayer& l) {
+    float* logits = l.router_logits.data_as<float>();
+    float* bias = l.e_score_correction_bias.data_as<float>();
+    const int64_t n = l.router_logits.numel();
+    if (tie_levels > 0) {
+      for (int64_t i = 0; i < n; ++i) logits[i] = static_cast<float>(static_cast<int64_t>(std::abs(logits[i]) * 1000) % tie_levels) - 1.0f;
+      for (int64_t i = 0; i < l.e_score_correction_bias.numel(); ++i) bias[i] = (i % 3 == 0) ? 0.125f : 0.0f;
+    }
+    if (nan)
+      for (int64_t i = 0; i < n; i += 7) logits[i] = std::nanf("");
+  };
+  return c;
+}
+
+TEST(DecodeTokenCuda, GroupedRoutingMatchesTheReference) {
+  MOEKIT_REQUIRE_GPU();
+  uint64_t seed = 700;
+  const std::vector<Case> cases = {
+      grouped_case("deepseek-v3 routing E256 K8 groups 8/4", 256, 8, 8, 4, 0, false),
+      grouped_case("deepseek-v3 routing E256 K8 groups 8/4, ties", 256, 8, 8, 4, 3, false),
+      grouped_case("deepseek-v3 routing E256 K8 groups 8/4, NaN logits", 256, 8, 8, 4, 0, true),
+      grouped_case("E256 K8 groups 8/4, ties and NaN", 256, 8, 8, 4, 2, true),
+      grouped_case("one expert a group E8 K4 groups 8/4, ties", 8, 4, 8, 4, 2, false),
+      grouped_case("fewer experts a group than K: E64 K8 groups 16/4", 64, 8, 16, 4, 0, false),
+      grouped_case("one group E32 K6 groups 1/1, ties", 32, 6, 1, 1, 3, false),
+      grouped_case("groups of 20 E160 K8 groups 8/3", 160, 8, 8, 3, 0, false),
+      grouped_case("one-warp path: groups of 64 E128 K8 groups 2/1", 128, 8, 2, 1, 0, false),
+      grouped_case("one-warp path: 17 groups E68 K4 groups 17/2", 68, 4, 17, 2, 0, false),
+  };
+  for (const Case& c : cases) expect_token_within_tolerance(c, ++seed);
 }
 
 TEST(DecodeTokenCuda, ActivationsLayoutsAndBiases) {

@@ -122,32 +122,10 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
-// EXPERIMENT: an L2 policy by number (0 evict_first, 1 evict_normal, 2 evict_last).
-__device__ __forceinline__ uint64_t l2_policy_of(int kind) {
-  uint64_t policy;
-  if (kind == 2) {
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
-  } else if (kind == 1) {
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
-  } else {
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  }
-  return policy;
-}
 __device__ __forceinline__ void cp_async_16_stream(void* smem_dst, const void* src, bool valid, uint64_t policy) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes), "l"(policy) : "memory");
-}
-// Asks L2 to fetch [src, src + bytes) (16-byte aligned, a multiple of 16) from device memory, with an
-// L2 cache policy; nothing lands in shared memory and nothing waits for it. sm_90 and newer; a no-op
-// before (the copy that follows simply fetches it then).
-__device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src), "r"(bytes), "l"(policy) : "memory");
-#else
-  (void)src, (void)bytes, (void)policy;
-#endif
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>

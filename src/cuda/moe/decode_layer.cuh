@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   const StreamRows w_row{n0, N, I, first && a.gated, a.interleaved};
   const T* W_all = static_cast<const T*>(first ? a.w13 : a.w2);
   const T* X = static_cast<const T*>(first ? a.hidden : a.act);
-  typename S::Acc acc;
+  float acc[NB][4];
 
   // Pass 0 runs the k loop's code once on copies of zero bytes (K = 0: every copy is out of
   // bounds, nothing is read) while the plan kernel still runs: at decode, the first execution of
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(S::kThreads, 2)
     for (int row0 = begin; row0 < end; row0 += NT) {
       const int rows = min(NT, end - row0);
       StreamSources<T, S> src(W, Kd, w_row);
-      stream_mainloop<T, S>(smem, src, W, dry ? 0 : Kd, kt_begin, dry ? 1 : count, rows, acc, [&] {
+      stream_mainloop<T, S>(smem, src, W, dry ? 0 : Kd, kt_begin, dry ? 1 : count, acc, [&] {
         // gemm2's rows need every gemm1 tile of this expert; its first weight stages are on their way.
         if (!first && !dry && row0 == begin && tid == 0)
           while (detail::load_acquire(s.done1 + ai) < n1_tiles) __nanosleep(32);

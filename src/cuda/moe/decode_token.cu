@@ -5,7 +5,8 @@
 //   decode_token_kernel        one CTA per SM, 16 warps, each warp on its own work items:
 //     routing   every CTA routes the token itself (warp 0, routing_device.cuh) while the other
 //               warps load the hidden row into shared memory: no kernel boundary between the router
-//               and the first weight load. CTA 0 alone stores the ids and weights.
+//               and the first weight load. DeepSeek-V3's grouped routing takes a warp per group
+//               first (routing_grouped.cuh). CTA 0 alone stores the ids and weights.
 //     gemm1     item (local slot i, output j): the gate and up rows j of the slot's expert dotted with
 //               the hidden row, 16-byte weight loads straight into registers (no shared memory
 //               pipeline, no tensor cores: one token is one multiply-add per weight element), bias
@@ -48,6 +49,7 @@
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/pdl.cuh"
 #include "cuda/moe/routing_device.cuh"
+#include "cuda/moe/routing_grouped.cuh"
 
 namespace moekit::cuda::moe {
 namespace {
@@ -236,11 +238,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   uint4 g[kG1Chunks], u[kG1Chunks];  // gemm1's weight chunks in flight (see gemm1 below)
   const T* preloaded = nullptr;      // the gate row whose first pass g and u hold, if any
   float* weights = factor;  // the routing's weights land here; the compaction below turns them into factors
+  // DeepSeek-V3's grouped routing runs a group per warp (routing_grouped.cuh); warp 0 then finishes it.
+  const bool grouped = a.route_on_device && grouped_routing_fits(a.route, kWarpsPerCta);
   if (warp == 0) {
     if (a.route_on_device) {
       unsigned char* rs = smem + L.route;
-      // route_token_warp's `chosen` array holds the ids; ask for them in the slot table directly.
-      route_token_warp(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights, early_ok ? early_s : nullptr);
+      // The routing's ids land in the slot table directly.
+      if (grouped) {
+        route_grouped_phase1(a.route, 0, rs, 0, lane);
+        route_grouped_finish(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights);
+      } else {
+        route_token_warp(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights, early_ok ? early_s : nullptr);
+      }
     } else {
       for (int k = lane; k < K; k += 32) {
         slot_of[k] = a.topk_ids[k];
@@ -248,6 +257,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       }
     }
   } else {
+    if (grouped && warp < a.route.n_group) route_grouped_phase1(a.route, 0, smem + L.route, warp, lane);
     const T* x = static_cast<const T*>(a.hidden);
     for (int64_t c = tid - 32; c < H / 8; c += kThreads - 32) {
       const uint4 v = *reinterpret_cast<const uint4*>(x + 8 * c);

@@ -219,9 +219,6 @@ struct GemmArgs {
   // Stream tiles under PDL (pdl.cuh): the expert offsets were written at least two launches earlier,
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
-  // Stream tiles: weight stages asked of L2 ahead of the shared-memory pipeline (0: none).
-  int prefetch_stages = 0;
-  int prefetch_policy = 0;  // EXPERIMENT: 0 evict_first, 1 evict_normal, 2 evict_last
 };
 // Above kStreamMaxRowsPerExpert rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel:
 // its 64 x 128 tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200

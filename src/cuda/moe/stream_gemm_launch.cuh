@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -58,52 +57,12 @@ Status launch_stream_shape(const GemmArgs& a, void* stream) {
   return with_epilogue(a.epilogue, [&](auto epi) { return launch_stream_instance<T, S, decltype(epi)::value>(a, stream); });
 }
 
-// EXPERIMENT, to be removed once measured: MOEKIT_STREAM_VARIANT=0 the 16-row warps (as before),
-// 1 the same skipping empty n8 blocks, 2 32-row warps over half of each stage's k steps, skipping
-// empty n8 blocks, 3 the 32-row warps without skipping, 4 128 weight rows per CTA (8 warps of 16),
-// 5 128 weight rows per CTA (8 warps of 32 rows over half the k steps), 6 512-byte runs of each
-// weight row per stage (BK = 256, one CTA per SM).
-inline int stream_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("MOEKIT_STREAM_VARIANT");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
-}
-
-inline int env_int(const char* name) {
-  const char* e = std::getenv(name);
-  return e ? std::atoi(e) : 0;
-}
-
-template <typename T, int NT>
-Status launch_stream_variant(const GemmArgs& args, void* stream) {
-  GemmArgs a = args;
-  static const int prefetch = env_int("MOEKIT_STREAM_PREFETCH"), policy = env_int("MOEKIT_STREAM_PREFETCH_POLICY");
-  a.prefetch_stages = prefetch;
-  a.prefetch_policy = policy;
-  switch (stream_variant()) {
-    case 1:
-      if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 1, true>>(a, stream);
-      break;
-    case 2:
-      if constexpr (NT > 8) return launch_stream_shape<T, StreamShape<NT, 2, true>>(a, stream);
-      return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
-    case 3: return launch_stream_shape<T, StreamShape<NT, 2>>(a, stream);
-    case 4: return launch_stream_shape<T, StreamShape<NT, 1, false, 128>>(a, stream);
-    case 5: return launch_stream_shape<T, StreamShape<NT, 2, false, 128>>(a, stream);
-    case 6: return launch_stream_shape<T, StreamShape<NT, 1, false, 64, 256>>(a, stream);
-    default: break;
-  }
-  return launch_stream_shape<T, StreamShape<NT>>(a, stream);
-}
-
 template <typename T>
 Status launch_stream_gemm_typed(const GemmArgs& a, void* stream) {
   switch (a.tile) {
-    case GemmTile::kStreamN8: return launch_stream_variant<T, 8>(a, stream);
-    case GemmTile::kStreamN16: return launch_stream_variant<T, 16>(a, stream);
-    case GemmTile::kStreamN32: return launch_stream_variant<T, 32>(a, stream);
+    case GemmTile::kStreamN8: return launch_stream_shape<T, StreamShape<8>>(a, stream);
+    case GemmTile::kStreamN16: return launch_stream_shape<T, StreamShape<16>>(a, stream);
+    case GemmTile::kStreamN32: return launch_stream_shape<T, StreamShape<32>>(a, stream);
     default: break;
   }
   return Status::Internal("stream GEMM: not a stream tile");
