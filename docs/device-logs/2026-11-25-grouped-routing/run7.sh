@@ -23,13 +23,13 @@ rebuild() { cmake --build build/device -j 16 --target moekit > /tmp/rebuild.txt 
   echo "label,preset,T,method,kind,median_us,spread,experts_hit,pct_floor,refcheck"
   run new --refcheck --sets 2 --reps 5 --tokens 1
   run new-ds --preset deepseek-v3 --refcheck --sets 2 --reps 5 --tokens 1
-  patch -R -p1 < $HERE/grouped-decode-token.patch > /dev/null && rebuild
+  (patch -R -p1 < $HERE/grouped-decode-token.patch || git apply -R $HERE/grouped-decode-token.patch) > /dev/null && rebuild
   run old-ds --preset deepseek-v3 --refcheck --sets 2 --reps 5 --tokens 1
-  patch -p1 < $HERE/grouped-decode-token.patch > /dev/null && rebuild
+  (patch -p1 < $HERE/grouped-decode-token.patch || git apply $HERE/grouped-decode-token.patch) > /dev/null && rebuild
   run new-ds --preset deepseek-v3 --refcheck --sets 2 --reps 5 --tokens 1
-  patch -R -p1 < $HERE/grouped-decode-token.patch > /dev/null && rebuild
+  (patch -R -p1 < $HERE/grouped-decode-token.patch || git apply -R $HERE/grouped-decode-token.patch) > /dev/null && rebuild
   run old-ds --preset deepseek-v3 --refcheck --sets 2 --reps 5 --tokens 1
-  patch -p1 < $HERE/grouped-decode-token.patch > /dev/null && rebuild
+  (patch -p1 < $HERE/grouped-decode-token.patch || git apply $HERE/grouped-decode-token.patch) > /dev/null && rebuild
   run new-ds --preset deepseek-v3 --refcheck --sets 2 --reps 5 --tokens 1
 } > "$OUT/bench.txt" 2>&1
 grep -E ",layer," "$OUT/bench.txt"
