@@ -215,16 +215,19 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 
   // Early starts: when every expert is local (no map, the full range), local slot i is slot i and its
   // expert is the routed id, so a warp whose first item's slot the routing has already settled
-  // (early_s, route_on_logits) issues that item's weight loads before the CTA's barrier. Only where
-  // the routing can take its fast path, which alone settles slots early: elsewhere (Expert
-  // parallelism, PreRouted, DeepSeek-V3's routing) the warps wait for the slot table rather than
-  // poll beside warp 0. Not in the 6-row kernel: it spilled registers with the early loads, and
+  // (early_s: route_on_logits, route_grouped_finish) issues that item's weight loads before the CTA's
+  // barrier. Only where the routing settles slots early (the logits' fast path, DeepSeek-V3's grouped
+  // routing): elsewhere (Expert parallelism, PreRouted, the one-warp full path) the warps wait for
+  // the slot table rather than poll beside warp 0. Not in the 6-row kernel: it spilled registers with the early loads, and
   // GPT-OSS-120B measured 1.6 us slower (docs/perf-notes.md, step 12).
   constexpr bool kEarly = kG2Rows == 4;
   const auto method = static_cast<RoutingMethod>(a.route.method);
+  // DeepSeek-V3's grouped routing runs a group per warp (routing_grouped.cuh); warp 0 then finishes
+  // it, settling a slot each round.
+  const bool grouped = a.route_on_device && grouped_routing_fits(a.route, kWarpsPerCta);
   const bool early_ok = kEarly && a.route_on_device && a.expert_map == nullptr && a.local_begin == 0 && a.local_experts == a.route.experts &&
                         K < 32 && a.route.experts <= 512 &&
-                        (method == RoutingMethod::kTopKSoftmax || (method == RoutingMethod::kSoftmaxTopK && a.route.renormalize));
+                        (grouped || method == RoutingMethod::kTopKSoftmax || (method == RoutingMethod::kSoftmaxTopK && a.route.renormalize));
   if constexpr (kEarly) {
     if (tid < 32) early_s[tid] = -1;
     if (tid == 0) routed_s = 0;
@@ -238,15 +241,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   uint4 g[kG1Chunks], u[kG1Chunks];  // gemm1's weight chunks in flight (see gemm1 below)
   const T* preloaded = nullptr;      // the gate row whose first pass g and u hold, if any
   float* weights = factor;  // the routing's weights land here; the compaction below turns them into factors
-  // DeepSeek-V3's grouped routing runs a group per warp (routing_grouped.cuh); warp 0 then finishes it.
-  const bool grouped = a.route_on_device && grouped_routing_fits(a.route, kWarpsPerCta);
   if (warp == 0) {
     if (a.route_on_device) {
       unsigned char* rs = smem + L.route;
       // The routing's ids land in the slot table directly.
       if (grouped) {
         route_grouped_phase1(a.route, 0, rs, 0, lane);
-        route_grouped_finish(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights);
+        route_grouped_finish(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights, early_ok ? early_s : nullptr);
       } else {
         route_token_warp(a.route, 0, rs, lane, blockIdx.x == 0, slot_of, weights, early_ok ? early_s : nullptr);
       }

@@ -107,9 +107,11 @@ __device__ inline void route_grouped_phase1(const RouteArgs& a, int64_t t, unsig
 }
 
 // Phase 2 on warp 0, after route_grouped_phase1: the kept groups, the K slots and their weights, to
-// store_route_slot (as route_token_warp's outputs).
+// store_route_slot (as route_token_warp's outputs). `early` (shared memory, K entries holding -1, or
+// null): each round's winner is final (ranks are exact keys), so slot r's id is stored there as soon
+// as round r picks it, as route_on_logits does.
 __device__ inline void route_grouped_finish(const RouteArgs& a, int64_t t, unsigned char* smem, int lane, bool store, int* ids_out,
-                                            float* weights_out) {
+                                            float* weights_out, volatile int* early = nullptr) {
   const int E = a.experts, G = a.n_group, K = a.top_k, per = E / G, kc = K < per ? K : per;
   const GroupedScratch s(smem, G, kc);
   // The topk_group best groups, by their scores' keys (ties: the lower group id).
@@ -150,6 +152,7 @@ __device__ inline void route_grouped_finish(const RouteArgs& a, int64_t t, unsig
       sig = wsig;
     }
     if (lane == wl) ck = 0;
+    if (early != nullptr && lane == 0) early[r] = static_cast<int>(wid);
   }
   // The weights: the unbiased sigmoids, renormalized by their sum in slot order (every lane sums in
   // that order, as the reference's single loop).
