@@ -218,8 +218,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   // (early_s: route_on_logits, route_grouped_finish) issues that item's weight loads before the CTA's
   // barrier. Only where the routing settles slots early (the logits' fast path, DeepSeek-V3's grouped
   // routing): elsewhere (Expert parallelism, PreRouted, the one-warp full path) the warps wait for
-  // the slot table rather than poll beside warp 0. Not in the 6-row kernel: it spilled registers with the early loads, and
-  // GPT-OSS-120B measured 1.6 us slower (docs/perf-notes.md, step 12).
+  // the slot table rather than poll beside warp 0. Not in the 6-row kernel: it spilled registers
+  // with the early loads, and GPT-OSS-120B measured 1.6 us slower (docs/perf-notes.md, step 12).
+  // The fast path's condition below restates try_route_on_logits's: as a shared predicate there,
+  // the route + maps kernels (build_maps.cu) were allocated differently and one of them spilled
+  // (ptxas: a 32-byte stack frame where there was none).
   constexpr bool kEarly = kG2Rows == 4;
   const auto method = static_cast<RoutingMethod>(a.route.method);
   // DeepSeek-V3's grouped routing runs a group per warp (routing_grouped.cuh); warp 0 then finishes
