@@ -18,7 +18,7 @@ run() {  # label, then bench arguments
   grep -v "^#" /tmp/x.csv | grep -v "^preset" | cut -d, -f1,3,5,6,7,12,14,20,23 | sed "s/^/$label,/"
 }
 rebuild() { cmake --build build/device -j 16 --target moekit > /tmp/rebuild.txt 2>&1 || tail -20 /tmp/rebuild.txt; }
-flip() { (patch "$@" -p1 < $HERE/rank-count.patch || git apply "$@" $HERE/early-grouped.patch) > /dev/null && rebuild; }
+flip() { (patch "$@" -p1 < $HERE/rank-count.patch || git apply "$@" $HERE/rank-count.patch) > /dev/null && rebuild; }
 {
   echo "label,preset,T,method,kind,median_us,spread,experts_hit,pct_floor,refcheck"
   run counted --refcheck --sets 2 --reps 5 --tokens 1
