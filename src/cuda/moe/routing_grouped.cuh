@@ -7,13 +7,10 @@
 // lane, and each of the K selection rounds reduces 8 keys a lane (docs/perf-notes.md step 12: 9.5 us
 // of routing per CTA). Here warp g takes group g, an expert a lane:
 //   phase 1 (warps 0 .. G-1, at once): the logit and bias, one sigmoid and the biased score per lane;
-//     each lane's rank in its group, the group's score (the sum of its two best biased scores) and
-//     its best kc = min(K, E/G) experts in rank order, into shared memory;
+//     the group's score (the sum of its two best biased scores) and its best kc = min(K, E/G)
+//     experts in rank order, by single-key warp reductions, into shared memory;
 //   phase 2 (warp 0): the topk_group best groups, then the K best of their kc candidates each (at
 //     most 32: one a lane), the weights (unbiased sigmoids, renormalized in slot order).
-// Every selection is a rank: each lane counts the lanes whose (key, id) ranks before its own, with
-// independent shuffles (warp_rank), rather than one winner a round, a chain of dependent warp
-// reductions (docs/perf-notes.md step 13).
 // The K best experts of the kept groups are among their groups' kc best, so phase 2 sees every
 // expert the reference can choose. Ranks are rank_key's (score descending, NaN below every number,
 // ties to the lower id), so ties between groups and inside them fall as in the reference.
@@ -44,20 +41,12 @@ __host__ __device__ inline size_t grouped_routing_smem_bytes(int experts, int n_
   return cands * (8 + 8 + 4) + static_cast<size_t>(n_group) * 8 + 8;
 }
 
-// The rank of this lane's (key, id) among lanes 0..n-1: how many of them rank before it (a larger
-// key, or an equal key and a lower id). Every lane counts at once with n independent shuffles, where
-// selecting one winner a round is a chain of dependent warp reductions. kLaneIds: the ids are the
-// lane numbers (no shuffle of ids). Keys of lanes >= n are not counted.
-template <bool kLaneIds>
-__device__ __forceinline__ int warp_rank(uint64_t key, int id, int n) {
-  int rank = 0;
-#pragma unroll 4
-  for (int j = 0; j < n; ++j) {
-    const uint64_t kj = __shfl_sync(0xFFFFFFFFu, key, j);
-    const int idj = kLaneIds ? j : __shfl_sync(0xFFFFFFFFu, id, j);
-    rank += kj > key || (kj == key && idj < id) ? 1 : 0;
-  }
-  return rank;
+// The largest key of the warp (every lane gets it): the high words, then the low words of the keys
+// whose high word is the largest.
+__device__ __forceinline__ uint64_t warp_max_key(uint64_t k) {
+  const unsigned hi = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(k >> 32));
+  const unsigned lo = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(k >> 32) == hi ? static_cast<unsigned>(k) : 0u);
+  return (static_cast<uint64_t>(hi) << 32) | lo;
 }
 
 struct GroupedScratch {
@@ -87,20 +76,24 @@ __device__ inline void route_grouped_phase1(const RouteArgs& a, int64_t t, unsig
   load_row(row_at(a.bias, a.bias_type, warp * per), a.bias_type, lane, per, bs);
   const bool in = lane < per;
   const double sig = sigmoid_d(static_cast<double>(lg[0]));
-  const uint64_t key = in ? rank_key(sig + static_cast<double>(bs[0])) : 0;  // the reference's score: sigmoid + bias
-  // Every lane's rank in its group (ties: the lower lane, which is the lower id).
-  const int rank = warp_rank<true>(key, lane, per);
-  // The group's score: its best two entries (one when the group has one expert), the lanes of rank
-  // 0 and 1 (equal keys are equal values, so which of two equal ones is "second" does not matter).
-  const int l0 = __ffs(static_cast<int>(__ballot_sync(0xFFFFFFFFu, in && rank == 0))) - 1;
-  const int l1 = per > 1 ? __ffs(static_cast<int>(__ballot_sync(0xFFFFFFFFu, in && rank == 1))) - 1 : l0;
-  const uint64_t k1 = __shfl_sync(0xFFFFFFFFu, key, l0), k2 = __shfl_sync(0xFFFFFFFFu, key, l1);
+  uint64_t key = in ? rank_key(sig + static_cast<double>(bs[0])) : 0;  // the reference's score: sigmoid + bias
+  // The group's score: its best two entries (one when the group has one expert). Equal keys are
+  // equal values, so dropping the lowest lane holding the best leaves the reference's second best.
+  const uint64_t k1 = warp_max_key(key);
+  const unsigned first = __reduce_min_sync(0xFFFFFFFFu, key == k1 ? static_cast<unsigned>(lane) : 32u);
+  const uint64_t k2 = warp_max_key(lane == static_cast<int>(first) ? 0 : key);
   if (lane == 0) s.group_key[warp] = rank_key(key_value(k1) + (per > 1 ? key_value(k2) : 0.0));
-  // The group's kc best, in rank order.
-  if (in && rank < kc) {
-    s.cand_key[warp * kc + rank] = key;
-    s.cand_sig[warp * kc + rank] = sig;
-    s.cand_id[warp * kc + rank] = warp * per + lane;
+  // The group's kc best, best first (ties: the lower lane, which is the lower id).
+#pragma unroll 1
+  for (int r = 0; r < kc; ++r) {
+    const uint64_t best = warp_max_key(key);
+    const unsigned win = __reduce_min_sync(0xFFFFFFFFu, key == best ? static_cast<unsigned>(lane) : 32u);
+    if (lane == static_cast<int>(win)) {
+      s.cand_key[warp * kc + r] = best;
+      s.cand_sig[warp * kc + r] = sig;
+      s.cand_id[warp * kc + r] = warp * per + lane;
+      key = 0;
+    }
   }
   if (G > 1) {
     if (warp == 0) {
@@ -115,16 +108,22 @@ __device__ inline void route_grouped_phase1(const RouteArgs& a, int64_t t, unsig
 
 // Phase 2 on warp 0, after route_grouped_phase1: the kept groups, the K slots and their weights, to
 // store_route_slot (as route_token_warp's outputs). `early` (shared memory, K entries holding -1, or
-// null): the ranks are final (exact keys), so every slot's id is stored there as soon as they are
-// counted, before the weights, as route_on_logits does.
+// null): each round's winner is final (ranks are exact keys), so slot r's id is stored there as soon
+// as round r picks it, as route_on_logits does.
 __device__ inline void route_grouped_finish(const RouteArgs& a, int64_t t, unsigned char* smem, int lane, bool store, int* ids_out,
                                             float* weights_out, volatile int* early = nullptr) {
   const int E = a.experts, G = a.n_group, K = a.top_k, per = E / G, kc = K < per ? K : per;
   const GroupedScratch s(smem, G, kc);
   // The topk_group best groups, by their scores' keys (ties: the lower group id).
-  const uint64_t gk = lane < G ? s.group_key[lane] : 0;
-  const int grank = warp_rank<true>(gk, lane, G);
-  const unsigned kept = __ballot_sync(0xFFFFFFFFu, lane < G && grank < a.topk_group);
+  uint64_t gk = lane < G ? s.group_key[lane] : 0;
+  unsigned kept = 0;
+#pragma unroll 1
+  for (int r = 0; r < a.topk_group; ++r) {
+    const uint64_t best = warp_max_key(gk);
+    const unsigned win = __reduce_min_sync(0xFFFFFFFFu, gk == best ? static_cast<unsigned>(lane) : 32u);
+    kept |= 1u << win;
+    if (lane == static_cast<int>(win)) gk = 0;
+  }
   // Lane c holds candidate c % kc of the (c / kc)-th kept group in id order.
   uint64_t ck = 0;
   double csig = 0.0;
@@ -138,18 +137,30 @@ __device__ inline void route_grouped_finish(const RouteArgs& a, int64_t t, unsig
     csig = s.cand_sig[g * kc + c % kc];
     cid = s.cand_id[g * kc + c % kc];
   }
-  // Slot r is the candidate of rank r (the best key, the lowest expert id among equal keys).
-  const int C = a.topk_group * kc;
-  const int r = warp_rank<false>(ck, cid, C);
-  const bool slot = c < C && r < K;
-  if (slot && early != nullptr) early[r] = cid;
+  // K rounds: the best key, the lowest expert id among equal keys; lane r keeps slot r.
+  int id = -1;
+  double sig = 0.0;
+#pragma unroll 1
+  for (int r = 0; r < K; ++r) {
+    const uint64_t best = warp_max_key(ck);
+    const bool holds = ck == best && ck != 0;
+    const unsigned wid = __reduce_min_sync(0xFFFFFFFFu, holds ? static_cast<unsigned>(cid) : 0xFFFFFFFFu);
+    const int wl = __ffs(static_cast<int>(__ballot_sync(0xFFFFFFFFu, holds && cid == static_cast<int>(wid)))) - 1;
+    const double wsig = __shfl_sync(0xFFFFFFFFu, csig, wl);
+    if (lane == r) {
+      id = static_cast<int>(wid);
+      sig = wsig;
+    }
+    if (lane == wl) ck = 0;
+    if (early != nullptr && lane == 0) early[r] = static_cast<int>(wid);
+  }
   // The weights: the unbiased sigmoids, renormalized by their sum in slot order (every lane sums in
   // that order, as the reference's single loop).
   double sum = 0.0;
   if (a.renormalize)
 #pragma unroll 4
-    for (int q = 0; q < K; ++q) sum += __shfl_sync(0xFFFFFFFFu, csig, __ffs(static_cast<int>(__ballot_sync(0xFFFFFFFFu, slot && r == q))) - 1);
-  if (slot) store_route_slot(a, t, r, cid, static_cast<float>(a.renormalize ? csig / sum : csig), store, ids_out, weights_out);
+    for (int r = 0; r < K; ++r) sum += __shfl_sync(0xFFFFFFFFu, sig, r);
+  if (lane < K) store_route_slot(a, t, lane, id, static_cast<float>(a.renormalize ? sig / sum : sig), store, ids_out, weights_out);
   __syncwarp();
 }
 
