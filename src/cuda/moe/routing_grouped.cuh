@@ -22,7 +22,7 @@
 
 namespace moekit::cuda::moe {
 
-// Whether route_grouped_cta takes this routing with `warps` warps: DeepSeek-V3's method, a group per
+// Whether route_grouped_phase1 / route_grouped_finish take this routing with `warps` warps: DeepSeek-V3's method, a group per
 // warp with at most 32 experts each, enough experts in the kept groups for K slots, and the kept
 // groups' candidates within one warp's lanes.
 __host__ __device__ inline bool grouped_routing_fits(const RouteArgs& a, int warps) {
@@ -33,14 +33,6 @@ __host__ __device__ inline bool grouped_routing_fits(const RouteArgs& a, int war
   return per <= 32 && a.topk_group * kc <= 32 && a.topk_group * per >= K;
 }
 
-// Shared memory route_grouped_cta needs (8-byte aligned): per candidate a key, a sigmoid and an id,
-// per group a key. Never more than route_smem_per_warp(E, G).
-__host__ __device__ inline size_t grouped_routing_smem_bytes(int experts, int n_group, int top_k) {
-  const int per = experts / n_group, kc = top_k < per ? top_k : per;
-  const size_t cands = static_cast<size_t>(n_group) * kc;
-  return cands * (8 + 8 + 4) + static_cast<size_t>(n_group) * 8 + 8;
-}
-
 // The largest key of the warp (every lane gets it): the high words, then the low words of the keys
 // whose high word is the largest.
 __device__ __forceinline__ uint64_t warp_max_key(uint64_t k) {
@@ -49,6 +41,8 @@ __device__ __forceinline__ uint64_t warp_max_key(uint64_t k) {
   return (static_cast<uint64_t>(hi) << 32) | lo;
 }
 
+// The grouped routing's shared memory, in the caller's route_smem_per_warp(E, G) bytes: G * kc <= E
+// candidates of 20 bytes and G group keys of 8 take at most 20 E + 8 G bytes, under its 24 E + 8 G.
 struct GroupedScratch {
   uint64_t* cand_key;  // [G][kc], in each group's rank order
   double* cand_sig;    // [G][kc], the unbiased sigmoid
