@@ -22,9 +22,9 @@
 
 namespace moekit::cuda::moe {
 
-// Whether route_grouped_phase1 / route_grouped_finish take this routing with `warps` warps: DeepSeek-V3's method, a group per
-// warp with at most 32 experts each, enough experts in the kept groups for K slots, and the kept
-// groups' candidates within one warp's lanes.
+// Whether route_grouped_phase1 / route_grouped_finish take this routing with `warps` warps:
+// DeepSeek-V3's method, a group per warp with at most 32 experts each, enough experts in the kept
+// groups for K slots, and the kept groups' candidates within one warp's lanes.
 __host__ __device__ inline bool grouped_routing_fits(const RouteArgs& a, int warps) {
   if (static_cast<RoutingMethod>(a.method) != RoutingMethod::kDeepSeekV3 || a.bias == nullptr) return false;
   const int E = a.experts, G = a.n_group, K = a.top_k;
@@ -39,6 +39,17 @@ __device__ __forceinline__ uint64_t warp_max_key(uint64_t k) {
   const unsigned hi = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(k >> 32));
   const unsigned lo = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(k >> 32) == hi ? static_cast<unsigned>(k) : 0u);
   return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// The warp's largest key and the lowest lane holding it (ties fall to the lower lane).
+struct WarpBest {
+  uint64_t key;
+  int lane;
+};
+__device__ __forceinline__ WarpBest warp_best_key(uint64_t k, int lane) {
+  const uint64_t best = warp_max_key(k);
+  const unsigned win = __reduce_min_sync(0xFFFFFFFFu, k == best ? static_cast<unsigned>(lane) : 32u);
+  return {best, static_cast<int>(win)};
 }
 
 // The grouped routing's shared memory, in the caller's route_smem_per_warp(E, G) bytes: G * kc <= E
@@ -73,17 +84,15 @@ __device__ inline void route_grouped_phase1(const RouteArgs& a, int64_t t, unsig
   uint64_t key = in ? rank_key(sig + static_cast<double>(bs[0])) : 0;  // the reference's score: sigmoid + bias
   // The group's score: its best two entries (one when the group has one expert). Equal keys are
   // equal values, so dropping the lowest lane holding the best leaves the reference's second best.
-  const uint64_t k1 = warp_max_key(key);
-  const unsigned first = __reduce_min_sync(0xFFFFFFFFu, key == k1 ? static_cast<unsigned>(lane) : 32u);
-  const uint64_t k2 = warp_max_key(lane == static_cast<int>(first) ? 0 : key);
-  if (lane == 0) s.group_key[warp] = rank_key(key_value(k1) + (per > 1 ? key_value(k2) : 0.0));
+  const WarpBest first = warp_best_key(key, lane);
+  const uint64_t k2 = warp_max_key(lane == first.lane ? 0 : key);
+  if (lane == 0) s.group_key[warp] = rank_key(key_value(first.key) + (per > 1 ? key_value(k2) : 0.0));
   // The group's kc best, best first (ties: the lower lane, which is the lower id).
 #pragma unroll 1
   for (int r = 0; r < kc; ++r) {
-    const uint64_t best = warp_max_key(key);
-    const unsigned win = __reduce_min_sync(0xFFFFFFFFu, key == best ? static_cast<unsigned>(lane) : 32u);
-    if (lane == static_cast<int>(win)) {
-      s.cand_key[warp * kc + r] = best;
+    const WarpBest best = warp_best_key(key, lane);
+    if (lane == best.lane) {
+      s.cand_key[warp * kc + r] = best.key;
       s.cand_sig[warp * kc + r] = sig;
       s.cand_id[warp * kc + r] = warp * per + lane;
       key = 0;
@@ -113,10 +122,9 @@ __device__ inline void route_grouped_finish(const RouteArgs& a, int64_t t, unsig
   unsigned kept = 0;
 #pragma unroll 1
   for (int r = 0; r < a.topk_group; ++r) {
-    const uint64_t best = warp_max_key(gk);
-    const unsigned win = __reduce_min_sync(0xFFFFFFFFu, gk == best ? static_cast<unsigned>(lane) : 32u);
+    const int win = warp_best_key(gk, lane).lane;
     kept |= 1u << win;
-    if (lane == static_cast<int>(win)) gk = 0;
+    if (lane == win) gk = 0;
   }
   // Lane c holds candidate c % kc of the (c / kc)-th kept group in id order.
   uint64_t ck = 0;
