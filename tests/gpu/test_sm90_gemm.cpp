@@ -151,8 +151,20 @@ struct Case {
   Sm90Tile tile = Sm90Tile::kM128N256;
 };
 
+std::string tile_label(Sm90Tile t) {
+  switch (t) {
+    case Sm90Tile::kM128N256: return "128x256 2x1";
+    case Sm90Tile::kM64N128: return "64x128 2x1";
+    case Sm90Tile::kM128N256C1x2: return "128x256 1x2";
+    case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
+    case Sm90Tile::kM128N256C1x1: return "128x256 1x1";
+    case Sm90Tile::kM64N128C1x1: return "64x128 1x1";
+  }
+  return "tile " + std::to_string(static_cast<int>(t));
+}
+
 void run_case(const Case& c) {
-  const std::string what = std::string(c.tile == Sm90Tile::kM64N128 ? "64x128 " : "128x256 ") + (c.type == Elem::kBF16 ? "bf16" : "f16") +
+  const std::string what = tile_label(c.tile) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
                            " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -203,7 +215,7 @@ void run_case(const Case& c) {
 
 TEST(Sm90GroupedGemm, Bf16LargeShapes) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : {Sm90Tile::kM128N256, Sm90Tile::kM64N128})
+  for (Sm90Tile tile : cuda::moe::kSm90TileList)
     for (int experts : {1, 8, 64})
       for (int64_t rows : {0, 1, 77, 1000}) {
         // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
@@ -214,7 +226,7 @@ TEST(Sm90GroupedGemm, Bf16LargeShapes) {
 
 TEST(Sm90GroupedGemm, F16) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : {Sm90Tile::kM128N256, Sm90Tile::kM64N128}) {
+  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     run_case({Elem::kF16, 8, 77, 2880, 1408, tile});
     run_case({Elem::kF16, 64, 1000, 360, 712, tile});
   }

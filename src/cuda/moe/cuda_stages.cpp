@@ -284,7 +284,8 @@ Status expand_stage(const StageContext& c) {
 constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, GemmTile::kStreamN32, GemmTile::kM16N64,
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
 // The sm_90a kernel's configurations (Hopper builds; biases go to the activation and finalize kernels).
-constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256, GemmTile::kSm90M64N128};
+constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256,     GemmTile::kSm90M64N128,     GemmTile::kSm90M128N256C1x2,
+                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M64N128C1x1};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
@@ -418,6 +419,19 @@ int split_for(const StageContext& c, bool first) {
   return 0;
 }
 
+#if MOEKIT_HAS_SM90_GEMM
+Sm90Tile sm90_tile_of(GemmTile t) {
+  switch (t) {
+    case GemmTile::kSm90M64N128: return Sm90Tile::kM64N128;
+    case GemmTile::kSm90M128N256C1x2: return Sm90Tile::kM128N256C1x2;
+    case GemmTile::kSm90M64N128C1x2: return Sm90Tile::kM64N128C1x2;
+    case GemmTile::kSm90M128N256C1x1: return Sm90Tile::kM128N256C1x1;
+    case GemmTile::kSm90M64N128C1x1: return Sm90Tile::kM64N128C1x1;
+    default: return Sm90Tile::kM128N256;
+  }
+}
+#endif
+
 // The sm_90a kernel: rows in the activation dtype into `d` (gemm1_out or gemm2_out), without bias;
 // the activation or finalize kernel completes them.
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d) {
@@ -425,7 +439,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d) {
   auto s = carve(c);
   if (!s.ok()) return s.status();
   Sm90GemmArgs a;
-  a.tile = g.tile == GemmTile::kSm90M64N128 ? Sm90Tile::kM64N128 : Sm90Tile::kM128N256;
+  a.tile = sm90_tile_of(g.tile);
   a.type = g.type;
   a.a = g.a;
   a.b = g.b;

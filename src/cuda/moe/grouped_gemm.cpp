@@ -10,7 +10,17 @@ Status launch_stream_gemm_bf16(const GemmArgs& a, void* stream);
 Status launch_stream_gemm_f16(const GemmArgs& a, void* stream);
 
 bool is_stream_tile(GemmTile t) { return t == GemmTile::kStreamN8 || t == GemmTile::kStreamN16 || t == GemmTile::kStreamN32; }
-bool is_sm90_tile(GemmTile t) { return t == GemmTile::kSm90M128N256 || t == GemmTile::kSm90M64N128; }
+bool is_sm90_tile(GemmTile t) {
+  switch (t) {
+    case GemmTile::kSm90M128N256:
+    case GemmTile::kSm90M64N128:
+    case GemmTile::kSm90M128N256C1x2:
+    case GemmTile::kSm90M64N128C1x2:
+    case GemmTile::kSm90M128N256C1x1:
+    case GemmTile::kSm90M64N128C1x1: return true;
+    default: return false;
+  }
+}
 
 const char* gemm_tile_name(GemmTile t) {
   switch (t) {
@@ -21,6 +31,10 @@ const char* gemm_tile_name(GemmTile t) {
     case GemmTile::kM128N256: return "m128n256k64";
     case GemmTile::kSm90M128N256: return "sm90_m128n256k64";
     case GemmTile::kSm90M64N128: return "sm90_m64n128k128";
+    case GemmTile::kSm90M128N256C1x2: return "sm90_m128n256k64_c1x2";
+    case GemmTile::kSm90M64N128C1x2: return "sm90_m64n128k128_c1x2";
+    case GemmTile::kSm90M128N256C1x1: return "sm90_m128n256k64_c1x1";
+    case GemmTile::kSm90M64N128C1x1: return "sm90_m64n128k128_c1x1";
     case GemmTile::kStreamN8: return "stream_n8k128";
     case GemmTile::kStreamN16: return "stream_n16k128";
     case GemmTile::kStreamN32: return "stream_n32k128";
@@ -37,6 +51,10 @@ int gemm_tile_block_m(GemmTile t) {
     case GemmTile::kM128N256: return 128;
     case GemmTile::kSm90M128N256: return 128;
     case GemmTile::kSm90M64N128: return 64;
+    case GemmTile::kSm90M128N256C1x2: return 128;
+    case GemmTile::kSm90M64N128C1x2: return 64;
+    case GemmTile::kSm90M128N256C1x1: return 128;
+    case GemmTile::kSm90M64N128C1x1: return 64;
     case GemmTile::kStreamN8: return 8;
     case GemmTile::kStreamN16: return 16;
     case GemmTile::kStreamN32: return 32;

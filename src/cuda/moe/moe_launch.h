@@ -164,7 +164,7 @@ enum class Epilogue : uint8_t {
 };
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
-// kSm90* are the CUTLASS sm_90a kernel (sm90_grouped_gemm.h) in its two configurations: float32
+// kSm90* are the CUTLASS sm_90a kernel (sm90_grouped_gemm.h) in its configurations (Sm90Tile): 16-bit
 // output, no bias, no epilogue fusion; the stages add the activation or finalize kernel after it.
 // kStreamN* are the weight-streaming kernel (stream_gemm.cuh) for 8, 16 or 32 routed rows per CTA.
 enum class GemmTile : uint8_t {
@@ -175,6 +175,10 @@ enum class GemmTile : uint8_t {
   kM128N256,
   kSm90M128N256,
   kSm90M64N128,
+  kSm90M128N256C1x2,
+  kSm90M64N128C1x2,
+  kSm90M128N256C1x1,
+  kSm90M64N128C1x1,
   kStreamN8,
   kStreamN16,
   kStreamN32,

@@ -1,5 +1,5 @@
 // The sm_90a grouped GEMM (CUTLASS 4.x collectives: TMA loads, wgmma, warp-specialized persistent
-// cooperative kernel, ptr-array grouped problem shapes) for the prefill expert GEMMs. Plain C++: no
+// cooperative or ping-pong kernel, ptr-array grouped problem shapes) for the prefill expert GEMMs. Plain C++: no
 // CUDA or CUTLASS headers, so the stage code can call it. Built only when MOEKIT_CUDA_ARCHS holds 90a
 // (then MOEKIT_HAS_SM90_GEMM=1 is defined for moekit_cuda's users); runs only on compute capability
 // 9.0 (Hopper).
@@ -18,13 +18,19 @@ namespace moekit::cuda::moe {
 // max_rows). A [max_rows, k] row-major; B [experts, n, k] row-major (each expert's weight is n x k,
 // k contiguous: a "TN" GEMM); D [max_rows, n] row-major. Rows of D past offsets[experts] are not
 // written. Experts with zero rows are skipped.
-// The kernel's two configurations (PyTorch's grouped_mm makes the same two for Hopper):
+// The kernel's configurations: two tile shapes, each with three cluster shapes.
 //   kM128N256  128 x 256 x 64 tiles, cooperative schedule (two consumer warpgroups on one tile);
 //   kM64N128   64 x 128 x 128 tiles, ping-pong schedule (two consumer warpgroups on alternate
 //              tiles, one's epilogue under the other's mainloop): for a few dozen rows per expert,
 //              where a 128-row tile would be mostly padding.
-// Both run 2 x 1 clusters (the B tile multicast to the two CTAs of an N tile).
-enum class Sm90Tile : uint8_t { kM128N256, kM64N128 };
+// Without a suffix the cluster is 2 x 1 (each B tile multicast to the two CTAs of an N tile: the
+// shapes PyTorch's grouped_mm builds for Hopper); C1x2 multicasts each A tile to the two CTAs of an
+// M tile; C1x1 multicasts nothing. CUTLASS's group scheduler rounds each expert's tiles up to the
+// cluster along each mode and runs the padding tiles in full, so 2 x 1 computes an empty M tile for
+// every expert with an odd M-tile count (sm90_grouped_gemm_kernel.cuh).
+enum class Sm90Tile : uint8_t { kM128N256, kM64N128, kM128N256C1x2, kM64N128C1x2, kM128N256C1x1, kM64N128C1x1 };
+inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256,     Sm90Tile::kM64N128,     Sm90Tile::kM128N256C1x2,
+                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N256C1x1, Sm90Tile::kM64N128C1x1};
 
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256;

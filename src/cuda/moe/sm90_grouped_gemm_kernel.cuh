@@ -1,21 +1,28 @@
-// The sm_90a grouped GEMM: CUTLASS's ptr-array grouped GEMM (TMA + wgmma, warp-specialized
-// persistent cooperative kernel) with the per-group arrays filled on the device from the expert
-// offsets, so that the host never reads the routing. Compiled only with -gencode
-// arch=compute_90a,code=sm_90a (the wgmma and TMA instructions need the "a" feature set).
+// The sm_90a grouped GEMM's CUTLASS side: one configuration per Sm90Tile (tile shape, schedule,
+// cluster), the per-group setup kernel, and the launch. Included only by sm90_tile_instance.cu, which
+// CMake compiles once per tile (MOEKIT_SM90_TILE) so that the CUTLASS instantiations, about a minute
+// of nvcc each, build in parallel.
 //
 // What the host passes to CUTLASS (checked against CUTLASS 4.2.0's code):
 //  - GroupProblemShape{experts, device shapes, host shapes = nullptr}. Without host shapes the group
 //    tile scheduler launches sm_count CTAs (rounded to the cluster) and walks the groups on the
 //    device (PersistentTileSchedulerSm90Group::get_tiled_cta_shape_mnl); a group with M = 0 has zero
 //    tiles and is skipped by the scheduler's prefix sum. can_implement then checks only the mode, the
-//    rank and beta == 0 (the per-group alignment checks need host shapes; launch() checks n, k and
-//    the pointers' alignment itself: all groups share n, k and the strides).
+//    rank and beta == 0 (the per-group alignment checks need host shapes; launch_sm90_grouped_gemm
+//    checks n, k and the pointers' alignment itself: all groups share n, k and the strides).
+//  - The scheduler rounds each group's tile count up to the cluster along each mode
+//    (sm90_tile_scheduler_group.hpp: problem_blocks_m = round_up(ctas_along_m, cluster m)), and the
+//    kernel runs the whole mainloop on such a padding tile. So a 2 x 1 cluster computes an empty
+//    128-row tile for every expert with an odd tile count; a 1 x 2 cluster pads N instead, which is
+//    the same for every expert (none where N is a multiple of two tiles).
 //  - Workspace: the per-SM TMA descriptors of the mainloop (A, B) and epilogue (D); its size depends
 //    on sm_count only. initialize() does no stream work for this kernel (the group scheduler, the
 //    mainloop and the LinearCombination fusion have empty initialize_workspace), builds the Params on
 //    the host (cuTensorMapEncodeTiled through the driver entry point, a host call) and sets the
 //    kernel's dynamic shared memory attribute (not a stream operation). run() is one
 //    cudaLaunchKernelExC with the cluster attribute. So the pair is graph-capturable.
+#pragma once
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,41 +41,72 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "cuda/cuda_check.h"
-#include "cuda/moe/sm90_grouped_gemm.h"
+#include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
 #error "the sm_90a grouped GEMM needs CUDA >= 12.3 (CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)"
 #endif
 
-namespace moekit::cuda::moe {
-namespace {
+namespace moekit::cuda::moe::sm90 {
 
 using namespace cute;
 
 using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;  // <M, N, K> per group
 using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
 
-// The two configurations (sm90_grouped_gemm.h, Sm90Tile), both with a 2x1 cluster (B tiles
-// multicast to the two CTAs that share an N tile). The large one is the tile PyTorch's grouped_mm
-// and the CUTLASS profiler use for 16-bit inputs at large M; the small one is PyTorch's for an
-// average M (rows per group) of 128 or less.
-struct LargeTile {
-  using TileShape = Shape<_128, _256, _64>;
+// Two consumer warpgroups on one tile (the tile's M split between them).
+struct Cooperative {
   using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
 };
-struct SmallTile {
-  using TileShape = Shape<_64, _128, _128>;
+// Two consumer warpgroups on alternate tiles: one's epilogue runs under the other's mainloop.
+struct PingPong {
   using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
 };
-using ClusterShape = Shape<_2, _1, _1>;
 
-template <typename ElementAB, typename ElementD, class Tile>
-struct Sm90Config {
-  using TileShape = typename Tile::TileShape;
-  using KernelSchedule = typename Tile::KernelSchedule;
-  using EpilogueSchedule = typename Tile::EpilogueSchedule;
+// Sm90Tile -> CUTLASS configuration. The 2 x 1 clusters multicast each B (weight) tile to the two
+// CTAs of an N tile; the 1 x 2 clusters multicast each A (routed rows) tile to the two CTAs of an M
+// tile; 1 x 1 multicasts nothing and pads nothing.
+template <Sm90Tile T>
+struct TileTraits;
+template <>
+struct TileTraits<Sm90Tile::kM128N256> : Cooperative {
+  using TileShape = Shape<_128, _256, _64>;
+  using ClusterShape = Shape<_2, _1, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM64N128> : PingPong {
+  using TileShape = Shape<_64, _128, _128>;
+  using ClusterShape = Shape<_2, _1, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM128N256C1x2> : Cooperative {
+  using TileShape = Shape<_128, _256, _64>;
+  using ClusterShape = Shape<_1, _2, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
+  using TileShape = Shape<_64, _128, _128>;
+  using ClusterShape = Shape<_1, _2, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM128N256C1x1> : Cooperative {
+  using TileShape = Shape<_128, _256, _64>;
+  using ClusterShape = Shape<_1, _1, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM64N128C1x1> : PingPong {
+  using TileShape = Shape<_64, _128, _128>;
+  using ClusterShape = Shape<_1, _1, _1>;
+};
+
+template <typename ElementAB, typename ElementD, class Traits>
+struct Config {
+  using TileShape = typename Traits::TileShape;
+  using ClusterShape = typename Traits::ClusterShape;
+  using KernelSchedule = typename Traits::KernelSchedule;
+  using EpilogueSchedule = typename Traits::EpilogueSchedule;
   using LayoutA = cutlass::layout::RowMajor;     // A: M x K, K contiguous
   using LayoutB = cutlass::layout::ColumnMajor;  // B: K x N, K contiguous (our [N, K] row-major)
   using LayoutD = cutlass::layout::RowMajor;     // D: M x N, N contiguous
@@ -97,16 +135,17 @@ struct Sm90Config {
   using StrideB = typename GemmKernel::InternalStrideB;
   using StrideC = typename GemmKernel::InternalStrideC;
   using StrideD = typename GemmKernel::InternalStrideD;
+  static_assert(sizeof(StrideA) == sizeof(int64_t) && sizeof(StrideB) == sizeof(int64_t) &&
+                sizeof(StrideD) == sizeof(int64_t), "ScratchLayout gives every stride 8 bytes");
 };
 
 constexpr size_t kAlign = 256;
 constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 // Where each per-group array lies in the scratch. The strides are all 8 bytes (one int64 dynamic
-// mode, the rest static), whatever the element type; the static_asserts below check it.
+// mode, the rest static), whatever the element type (Config's static_assert checks it).
 struct ScratchLayout {
   size_t shapes = 0, ptr_a = 0, ptr_b = 0, ptr_d = 0, stride_a = 0, stride_b = 0, stride_d = 0, workspace = 0;
-  size_t end_of_arrays = 0;
   explicit ScratchLayout(int experts) {
     const size_t e = static_cast<size_t>(experts);
     size_t off = 0;
@@ -123,17 +162,16 @@ struct ScratchLayout {
     stride_b = take(e * sizeof(int64_t));
     stride_d = take(e * sizeof(int64_t));
     workspace = off;
-    end_of_arrays = off;
   }
 };
 
 // Fills group e's problem shape, pointers and strides from the expert offsets (one thread a group).
 template <class Cfg, typename ElementAB, typename ElementD>
-__global__ void sm90_setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k,
-                                         const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
-                                         const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
-                                         typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                         typename Cfg::StrideD* stride_d) {
+__global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k,
+                                    const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
+                                    const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
+                                    typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
+                                    typename Cfg::StrideD* stride_d) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
@@ -162,7 +200,7 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
   using ElementAB = typename Gemm::ElementA;
   using ElementD = typename Gemm::GemmKernel::ElementD;
   cutlass::KernelHardwareInfo hw_info;
-  hw_info.device_id = 0;  // only read when sm_count <= 0, which launch() refuses
+  hw_info.device_id = 0;  // only read when sm_count <= 0, which launch_sm90_grouped_gemm refuses
   hw_info.sm_count = sm_count;
 
   typename Gemm::Arguments args{};
@@ -197,31 +235,17 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
-const char* elem_name(Elem e) {
-  switch (e) {
-    case Elem::kF32: return "f32";
-    case Elem::kF16: return "f16";
-    case Elem::kBF16: return "bf16";
-  }
-  return "?";
-}
-
-const char* cutlass_status_name(cutlass::Status s) { return cutlassGetStatusString(s); }
-
-template <typename ElementAB, typename ElementD, class Tile>
+template <typename ElementAB, typename ElementD, class Traits>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Sm90Config<ElementAB, ElementD, Tile>;
+  using Cfg = Config<ElementAB, ElementD, Traits>;
   using Gemm = typename Cfg::Gemm;
-  static_assert(sizeof(typename Cfg::StrideA) == sizeof(int64_t));
-  static_assert(sizeof(typename Cfg::StrideB) == sizeof(int64_t));
-  static_assert(sizeof(typename Cfg::StrideD) == sizeof(int64_t));
 
   const ScratchLayout lay(a.experts);
   char* base = static_cast<char*>(a.scratch);
   const size_t ws = workspace_bytes<Cfg>(a.experts, a.sm_count);
-  if (a.scratch_bytes < lay.end_of_arrays + ws)
+  if (a.scratch_bytes < lay.workspace + ws)
     return Status::InvalidArgument("sm90 grouped GEMM: scratch holds " + std::to_string(a.scratch_bytes) +
-                                   " bytes, needs " + std::to_string(lay.end_of_arrays + ws));
+                                   " bytes, needs " + std::to_string(lay.workspace + ws));
 
   auto* shapes = reinterpret_cast<UnderlyingShape*>(base + lay.shapes);
   void* ptr_a = base + lay.ptr_a;
@@ -235,7 +259,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   constexpr int kThreads = 128;
   const int blocks = (a.experts + kThreads - 1) / kThreads;
-  sm90_setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
+  setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
       a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k),
       static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
@@ -247,80 +271,46 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   Gemm gemm;
   cutlass::Status st = gemm.can_implement(args);
   if (st != cutlass::Status::kSuccess)
-    return Status::Unsupported(std::string("sm90 grouped GEMM: CUTLASS can_implement: ") + cutlass_status_name(st));
+    return Status::Unsupported(std::string("sm90 grouped GEMM: CUTLASS can_implement: ") + cutlassGetStatusString(st));
   st = gemm.initialize(args, workspace, s);
   if (st != cutlass::Status::kSuccess)
-    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS initialize: ") + cutlass_status_name(st));
+    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS initialize: ") + cutlassGetStatusString(st));
   st = gemm.run(s);
   if (st != cutlass::Status::kSuccess) {
     const cudaError_t err = cudaGetLastError();
-    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS run: ") + cutlass_status_name(st) + " (" +
+    return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS run: ") + cutlassGetStatusString(st) + " (" +
                              cudaGetErrorString(err) + ")");
   }
   return Status::Ok();
 }
 
-template <typename ElementAB, typename ElementD>
+// The element types each tile is built for: bf16 or f16 in; float32 out, or (with
+// MOEKIT_SM90_GEMM_SAME_D, which the stage pipeline uses) the input type out.
+template <Sm90Tile T>
 Status launch_tile(const Sm90GemmArgs& a, void* stream) {
-  if (a.tile == Sm90Tile::kM64N128) return launch_typed<ElementAB, ElementD, SmallTile>(a, stream);
-  return launch_typed<ElementAB, ElementD, LargeTile>(a, stream);
-}
-
-template <typename ElementAB>
-Status launch_d(const Sm90GemmArgs& a, void* stream) {
-  if (a.d_type == Elem::kF32) return launch_tile<ElementAB, float>(a, stream);
+  using Traits = TileTraits<T>;
+  if (a.type == Elem::kBF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::bfloat16_t, float, Traits>(a, stream);
+  if (a.type == Elem::kF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::half_t, float, Traits>(a, stream);
 #if MOEKIT_SM90_GEMM_SAME_D
-  if (a.d_type == a.type) return launch_tile<ElementAB, ElementAB>(a, stream);
+  if (a.type == Elem::kBF16 && a.d_type == Elem::kBF16) return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>(a, stream);
+  if (a.type == Elem::kF16 && a.d_type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits>(a, stream);
 #endif
   return Status::Unsupported(std::string("sm90 grouped GEMM: output type ") + elem_name(a.d_type) + " for " +
-                             elem_name(a.type) + " inputs (f32 only)");
+                             elem_name(a.type) + " inputs");
 }
 
-}  // namespace
-
-size_t sm90_gemm_scratch_bytes(int experts, int64_t /*n*/, int64_t /*k*/, Elem /*type*/, int sm_count) {
-  if (experts <= 0 || sm_count <= 0) return 0;
+template <Sm90Tile T>
+size_t tile_scratch_bytes(int experts, int sm_count) {
   // The workspace is per SM (two mainloop descriptors and one per epilogue warpgroup store, no
-  // fusion workspace); take the largest over the instantiations to be safe.
-  size_t ws = 0;
-  auto take = [&](size_t bytes) { ws = std::max(ws, bytes); };
-  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, float, LargeTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::half_t, float, LargeTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, float, SmallTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::half_t, float, SmallTile>>(experts, sm_count));
+  // fusion workspace); take the largest over the element types.
+  using Traits = TileTraits<T>;
+  size_t ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, float, Traits>>(experts, sm_count),
+                       workspace_bytes<Config<cutlass::half_t, float, Traits>>(experts, sm_count));
 #if MOEKIT_SM90_GEMM_SAME_D
-  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t, LargeTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t, LargeTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::bfloat16_t, cutlass::bfloat16_t, SmallTile>>(experts, sm_count));
-  take(workspace_bytes<Sm90Config<cutlass::half_t, cutlass::half_t, SmallTile>>(experts, sm_count));
+  ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
+                 workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
 #endif
-  return ScratchLayout(experts).end_of_arrays + align_up(ws);
+  return ScratchLayout(experts).workspace + align_up(ws);
 }
 
-Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
-  if (a.experts <= 0) return Status::InvalidArgument("sm90 grouped GEMM: experts must be positive");
-  if (a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0)
-    return Status::InvalidArgument("sm90 grouped GEMM: n and k must be positive multiples of 8 (n=" +
-                                   std::to_string(a.n) + ", k=" + std::to_string(a.k) + ")");
-  if (a.n > INT32_MAX || a.k > INT32_MAX || a.max_rows < 0 || a.max_rows > INT32_MAX)
-    return Status::Unsupported("sm90 grouped GEMM: n, k and max_rows must fit in int32");
-  if (a.sm_count <= 0) return Status::InvalidArgument("sm90 grouped GEMM: sm_count must be positive");
-  if (a.expert_offsets == nullptr || a.scratch == nullptr)
-    return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
-  if (reinterpret_cast<uintptr_t>(a.scratch) % kAlign != 0)
-    return Status::InvalidArgument("sm90 grouped GEMM: scratch must be 256-byte aligned");
-  // TMA: every group's base address must be 16-byte aligned; with n, k % 8 == 0 that holds for every
-  // row offset once the bases are.
-  if (reinterpret_cast<uintptr_t>(a.a) % 16 != 0 || reinterpret_cast<uintptr_t>(a.b) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(a.d) % 16 != 0)
-    return Status::InvalidArgument("sm90 grouped GEMM: A, B and D must be 16-byte aligned");
-  if (a.max_rows == 0) return Status::Ok();
-  switch (a.type) {
-    case Elem::kBF16: return launch_d<cutlass::bfloat16_t>(a, stream);
-    case Elem::kF16: return launch_d<cutlass::half_t>(a, stream);
-    case Elem::kF32: break;
-  }
-  return Status::Unsupported(std::string("sm90 grouped GEMM: input type ") + elem_name(a.type) + " (bf16 or f16 only)");
-}
-
-}  // namespace moekit::cuda::moe
+}  // namespace moekit::cuda::moe::sm90

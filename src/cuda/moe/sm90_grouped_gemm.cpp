@@ -1,0 +1,80 @@
+// The sm_90a grouped GEMM's dispatcher: checks the arguments and sends them to the tile's CUTLASS
+// kernels (sm90_grouped_gemm_kernel.cuh, built once per tile by sm90_tile_instance.cu). Plain C++.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "cuda/moe/sm90_grouped_gemm.h"
+#include "cuda/moe/sm90_grouped_gemm_tiles.h"
+
+namespace moekit::cuda::moe {
+
+namespace sm90 {
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::kF32: return "f32";
+    case Elem::kF16: return "f16";
+    case Elem::kBF16: return "bf16";
+  }
+  return "?";
+}
+
+}  // namespace sm90
+
+namespace {
+
+constexpr size_t kScratchAlign = 256;
+
+// Calls f(std::integral_constant<Sm90Tile, T>) for the tile t names; false for an unknown value.
+template <class F>
+bool with_tile(Sm90Tile t, F&& f) {
+  switch (t) {
+    case Sm90Tile::kM128N256: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256>{}); return true;
+    case Sm90Tile::kM64N128: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128>{}); return true;
+    case Sm90Tile::kM128N256C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256C1x2>{}); return true;
+    case Sm90Tile::kM64N128C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x2>{}); return true;
+    case Sm90Tile::kM128N256C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256C1x1>{}); return true;
+    case Sm90Tile::kM64N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x1>{}); return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+size_t sm90_gemm_scratch_bytes(int experts, int64_t /*n*/, int64_t /*k*/, Elem /*type*/, int sm_count) {
+  if (experts <= 0 || sm_count <= 0) return 0;
+  // One scratch serves every tile: the largest need over them.
+  size_t bytes = 0;
+  for (Sm90Tile t : kSm90TileList)
+    with_tile(t, [&](auto tile) { bytes = std::max(bytes, sm90::tile_scratch_bytes<decltype(tile)::value>(experts, sm_count)); });
+  return bytes;
+}
+
+Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
+  if (a.experts <= 0) return Status::InvalidArgument("sm90 grouped GEMM: experts must be positive");
+  if (a.n <= 0 || a.k <= 0 || a.n % 8 != 0 || a.k % 8 != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: n and k must be positive multiples of 8 (n=" +
+                                   std::to_string(a.n) + ", k=" + std::to_string(a.k) + ")");
+  if (a.n > INT32_MAX || a.k > INT32_MAX || a.max_rows < 0 || a.max_rows > INT32_MAX)
+    return Status::Unsupported("sm90 grouped GEMM: n, k and max_rows must fit in int32");
+  if (a.sm_count <= 0) return Status::InvalidArgument("sm90 grouped GEMM: sm_count must be positive");
+  if (a.expert_offsets == nullptr || a.scratch == nullptr)
+    return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
+  if (reinterpret_cast<uintptr_t>(a.scratch) % kScratchAlign != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: scratch must be 256-byte aligned");
+  // TMA: every group's base address must be 16-byte aligned; with n, k % 8 == 0 that holds for every
+  // row offset once the bases are.
+  if (reinterpret_cast<uintptr_t>(a.a) % 16 != 0 || reinterpret_cast<uintptr_t>(a.b) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(a.d) % 16 != 0)
+    return Status::InvalidArgument("sm90 grouped GEMM: A, B and D must be 16-byte aligned");
+  if (a.max_rows == 0) return Status::Ok();
+  if (a.type != Elem::kBF16 && a.type != Elem::kF16)
+    return Status::Unsupported(std::string("sm90 grouped GEMM: input type ") + sm90::elem_name(a.type) + " (bf16 or f16 only)");
+  Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
+  with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });
+  return st;
+}
+
+}  // namespace moekit::cuda::moe
