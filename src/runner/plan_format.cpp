@@ -69,7 +69,7 @@ std::string plan_to_text(const MoePlan& plan) {
   for (const auto& step : plan.steps) s += fmt::format("  {}. {:<28} {}\n", ++i, step.kernel, stage_range(step.first, step.last));
   if (!plan.knobs.empty()) {
     s += "\nknobs\n";
-    for (const auto& k : plan.knobs) s += fmt::format("  {:<20} {:<17} {}\n", k.name, k.value, k.source);
+    for (const auto& k : plan.knobs) s += fmt::format("  {:<20} {:<21} {}\n", k.name, k.value, k.source);
   }
   s += fmt::format("\ntuning     {}\n", plan.tuning);
   if (!plan.notes.empty()) {

@@ -148,17 +148,15 @@ struct Case {
   int experts;
   int64_t rows;  // routed rows
   int64_t n, k;
-  Sm90Tile tile = Sm90Tile::kM128N256;
+  Sm90Tile tile = Sm90Tile::kM128N256C1x1;
 };
 
 std::string tile_label(Sm90Tile t) {
   switch (t) {
-    case Sm90Tile::kM128N256: return "128x256 2x1";
-    case Sm90Tile::kM64N128: return "64x128 2x1";
-    case Sm90Tile::kM128N256C1x2: return "128x256 1x2";
-    case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
     case Sm90Tile::kM128N256C1x1: return "128x256 1x1";
+    case Sm90Tile::kM128N256C1x2: return "128x256 1x2";
     case Sm90Tile::kM64N128C1x1: return "64x128 1x1";
+    case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
   }
   return "tile " + std::to_string(static_cast<int>(t));
 }

@@ -39,23 +39,25 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
   EXPECT_EQ(find(space, "fusion.whole_layer")->values, (std::vector<std::string>{"off"}));
   // A named GPU architecture: the generic fusion knobs, and the CUDA backend's tiles when this build
-  // has it (its heuristic for 32 tokens x 8 slots over 128 experts: 2 rows per expert, the decode
-  // tile for gemm1; gemm2's K = 768 over 128 x 32 tiles takes the m16n64k64 tile instead).
+  // has it. Its heuristic for 32 tokens x 8 slots over 128 experts (256 routed rows, 2 per expert):
+  // with the sm_90a kernels built, their 64 x 128 tile (more than kSm90MinRows routed rows);
+  // without, the decode tile for gemm1 and, for gemm2's K = 768 over 128 x 32 tiles, m16n64k64.
   const auto gpu_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm90"));
   if (!default_registry().has_backend(BackendKind::kCuda)) {
     for (const auto& k : gpu_space) EXPECT_TRUE(k.name.starts_with("fusion.")) << k.name;
     return;
   }
+  const auto& tiles = find(gpu_space, "gemm1.tile")->values;
+  const bool sm90_build = std::find(tiles.begin(), tiles.end(), "sm90_m128n256k64_c1x1") != tiles.end();
   for (const char* name : {"gemm1.tile", "gemm2.tile"}) {
     const KnobSpec* tile = find(gpu_space, name);
     ASSERT_NE(tile, nullptr) << name;
-    EXPECT_EQ(tile->heuristic, std::string(name) == "gemm1.tile" ? "stream_n8k128" : "m16n64k64") << name;
+    const char* expected = sm90_build ? "sm90_m64n128k128_c1x2" : std::string(name) == "gemm1.tile" ? "stream_n8k128" : "m16n64k64";
+    EXPECT_EQ(tile->heuristic, expected) << name;
     EXPECT_NE(std::find(tile->values.begin(), tile->values.end(), "m128n256k64"), tile->values.end()) << name;
   }
-  // sm_90 with the sm_90a kernels built (their tile is a value): the stream tiles' K split as well
-  // (thread-block clusters); without them, no split knob.
-  const auto& tiles = find(gpu_space, "gemm1.tile")->values;
-  const bool sm90_build = std::find(tiles.begin(), tiles.end(), "sm90_m128n256k64") != tiles.end();
+  // sm_90 with the sm_90a kernels built: the stream tiles' K split as well (thread-block clusters);
+  // without them, no split knob.
   for (const char* name : {"gemm1.split", "gemm2.split"}) {
     const KnobSpec* split = find(gpu_space, name);
     if (!sm90_build) {

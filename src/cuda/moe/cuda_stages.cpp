@@ -284,8 +284,8 @@ Status expand_stage(const StageContext& c) {
 constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, GemmTile::kStreamN32, GemmTile::kM16N64,
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
 // The sm_90a kernel's configurations (Hopper builds; biases go to the activation and finalize kernels).
-constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256,     GemmTile::kSm90M64N128,     GemmTile::kSm90M128N256C1x2,
-                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M64N128C1x1};
+constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M128N256C1x2, GemmTile::kSm90M64N128C1x1,
+                                   GemmTile::kSm90M64N128C1x2};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
@@ -306,13 +306,15 @@ int64_t expected_experts(const MoeProblem& p) {
 }
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
-// Many rows on a Hopper GPU: the CUTLASS wgmma kernel, whose tensor-core rate mma.sync cannot reach;
-// few (up to kStreamMaxRowsPerExpert): the weight-streaming kernel,
-// except for a short K over many tiles (below).
+// On a Hopper GPU above kSm90MinRows routed rows: the CUTLASS TMA + wgmma kernel, which streams the
+// weights faster than the cp.async kernels even at a few rows per expert (moe_launch.h). Otherwise
+// the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
+// (below), and the mma.sync tiles above.
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
-  if (sm90 && rows_per_expert > kStreamMaxRowsPerExpert) return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128 : GemmTile::kSm90M128N256;
+  if (sm90 && max_rows > kSm90MinRows)
+    return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M128N256C1x1;
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)
@@ -422,12 +424,10 @@ int split_for(const StageContext& c, bool first) {
 #if MOEKIT_HAS_SM90_GEMM
 Sm90Tile sm90_tile_of(GemmTile t) {
   switch (t) {
-    case GemmTile::kSm90M64N128: return Sm90Tile::kM64N128;
     case GemmTile::kSm90M128N256C1x2: return Sm90Tile::kM128N256C1x2;
-    case GemmTile::kSm90M64N128C1x2: return Sm90Tile::kM64N128C1x2;
-    case GemmTile::kSm90M128N256C1x1: return Sm90Tile::kM128N256C1x1;
     case GemmTile::kSm90M64N128C1x1: return Sm90Tile::kM64N128C1x1;
-    default: return Sm90Tile::kM128N256;
+    case GemmTile::kSm90M64N128C1x2: return Sm90Tile::kM64N128C1x2;
+    default: return Sm90Tile::kM128N256C1x1;
   }
 }
 #endif

@@ -12,8 +12,6 @@ Status launch_stream_gemm_f16(const GemmArgs& a, void* stream);
 bool is_stream_tile(GemmTile t) { return t == GemmTile::kStreamN8 || t == GemmTile::kStreamN16 || t == GemmTile::kStreamN32; }
 bool is_sm90_tile(GemmTile t) {
   switch (t) {
-    case GemmTile::kSm90M128N256:
-    case GemmTile::kSm90M64N128:
     case GemmTile::kSm90M128N256C1x2:
     case GemmTile::kSm90M64N128C1x2:
     case GemmTile::kSm90M128N256C1x1:
@@ -29,8 +27,6 @@ const char* gemm_tile_name(GemmTile t) {
     case GemmTile::kM64N128: return "m64n128k64";
     case GemmTile::kM128N128: return "m128n128k64";
     case GemmTile::kM128N256: return "m128n256k64";
-    case GemmTile::kSm90M128N256: return "sm90_m128n256k64";
-    case GemmTile::kSm90M64N128: return "sm90_m64n128k128";
     case GemmTile::kSm90M128N256C1x2: return "sm90_m128n256k64_c1x2";
     case GemmTile::kSm90M64N128C1x2: return "sm90_m64n128k128_c1x2";
     case GemmTile::kSm90M128N256C1x1: return "sm90_m128n256k64_c1x1";
@@ -49,8 +45,6 @@ int gemm_tile_block_m(GemmTile t) {
     case GemmTile::kM64N128: return 64;
     case GemmTile::kM128N128: return 128;
     case GemmTile::kM128N256: return 128;
-    case GemmTile::kSm90M128N256: return 128;
-    case GemmTile::kSm90M64N128: return 64;
     case GemmTile::kSm90M128N256C1x2: return 128;
     case GemmTile::kSm90M64N128C1x2: return 64;
     case GemmTile::kSm90M128N256C1x1: return 128;

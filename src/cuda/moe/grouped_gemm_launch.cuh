@@ -40,12 +40,10 @@ Status launch_grouped_gemm_typed(const GemmArgs& a, void* stream) {
     case GemmTile::kM64N128: return launch_gemm_tile<T, TileM64N128>(a, stream);
     case GemmTile::kM128N128: return launch_gemm_tile<T, TileM128N128>(a, stream);
     case GemmTile::kM128N256: return launch_gemm_tile<T, TileM128N256>(a, stream);
-    case GemmTile::kSm90M128N256:  // not mma.sync tiles: cuda_stages.cpp launches them
-    case GemmTile::kSm90M64N128:
+    case GemmTile::kSm90M128N256C1x1:  // not mma.sync tiles: cuda_stages.cpp launches them
     case GemmTile::kSm90M128N256C1x2:
-    case GemmTile::kSm90M64N128C1x2:
-    case GemmTile::kSm90M128N256C1x1:
     case GemmTile::kSm90M64N128C1x1:
+    case GemmTile::kSm90M64N128C1x2:
     case GemmTile::kStreamN8:      // the stream tiles: stream_gemm_launch.cuh
     case GemmTile::kStreamN16:
     case GemmTile::kStreamN32: break;

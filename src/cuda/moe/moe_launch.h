@@ -173,12 +173,10 @@ enum class GemmTile : uint8_t {
   kM64N128,
   kM128N128,
   kM128N256,
-  kSm90M128N256,
-  kSm90M64N128,
-  kSm90M128N256C1x2,
-  kSm90M64N128C1x2,
   kSm90M128N256C1x1,
+  kSm90M128N256C1x2,
   kSm90M64N128C1x1,
+  kSm90M64N128C1x2,
   kStreamN8,
   kStreamN16,
   kStreamN32,
@@ -224,13 +222,19 @@ struct GemmArgs {
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
 };
-// Above kStreamMaxRowsPerExpert rows per active expert a Hopper GPU runs the sm_90a (wgmma) kernel:
-// its 64 x 128 tiles up to kSm90SmallTileMaxRows, its 128 x 256 tiles above. Measured on the H200
-// (4ebb479, docs/perf-notes.md step 8): the 64 x 128 tiles win by 12-13% at 32 and 64 rows per
-// expert (Qwen3 T=1024, GPT-OSS T=1024); the 128 x 256 tiles by 17% where the estimate says 128
-// (DeepSeek-V3 T=4096, whose routing reaches fewer experts: 280 rows each).
-inline constexpr double kSm90SmallTileMaxRows = 96;
-// Up to this many rows per active expert the weight-streaming kernel runs, whatever the expert count.
+// Above kSm90MinRows routed rows a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
+// tiles (1 x 2 cluster) up to kSm90SmallTileMaxRows rows per active expert, its 128 x 256 tiles (no
+// cluster) above. Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
+// (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
+//  - 64 x 128 against the stream and mma.sync tiles at 8-32 rows per expert: DeepSeek-V3 T=64 1823
+//    against 2345 us, Mixtral T=64 705 / 756, Qwen3 T=64 320 / 340; level at T=16 (GPT-OSS 612 /
+//    612); 2-4% slower at T=8 (64 routed rows or fewer: Qwen3 152 / 146, GPT-OSS 378 / 364).
+//  - 64 x 128 against 128 x 256: faster at 32 rows (GPT-OSS T=1024 1694 / 1761, Mixtral T=128 718 /
+//    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
+inline constexpr int64_t kSm90MinRows = 64;
+inline constexpr double kSm90SmallTileMaxRows = 32;
+// Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
+// does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
 // step 10), stream_n32k128 against sm90_m64n128k128: at 16 rows per expert Mixtral T=64 770 / 1107
 // us, Qwen3 T=256 421 / 477, GPT-OSS T=512 1824 / 2258; at 24 rows Mixtral T=96 878 / 1074, GPT-OSS

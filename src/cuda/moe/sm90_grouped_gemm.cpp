@@ -31,12 +31,10 @@ constexpr size_t kScratchAlign = 256;
 template <class F>
 bool with_tile(Sm90Tile t, F&& f) {
   switch (t) {
-    case Sm90Tile::kM128N256: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256>{}); return true;
-    case Sm90Tile::kM64N128: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128>{}); return true;
-    case Sm90Tile::kM128N256C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256C1x2>{}); return true;
-    case Sm90Tile::kM64N128C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x2>{}); return true;
     case Sm90Tile::kM128N256C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256C1x1>{}); return true;
+    case Sm90Tile::kM128N256C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256C1x2>{}); return true;
     case Sm90Tile::kM64N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x1>{}); return true;
+    case Sm90Tile::kM64N128C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x2>{}); return true;
   }
   return false;
 }

@@ -12,9 +12,9 @@
 //    checks n, k and the pointers' alignment itself: all groups share n, k and the strides).
 //  - The scheduler rounds each group's tile count up to the cluster along each mode
 //    (sm90_tile_scheduler_group.hpp: problem_blocks_m = round_up(ctas_along_m, cluster m)), and the
-//    kernel runs the whole mainloop on such a padding tile. So a 2 x 1 cluster computes an empty
-//    128-row tile for every expert with an odd tile count; a 1 x 2 cluster pads N instead, which is
-//    the same for every expert (none where N is a multiple of two tiles).
+//    kernel runs the whole mainloop on such a padding tile. So a 2 x 1 cluster would compute an empty
+//    M tile for every expert with an odd tile count; the 1 x 2 clusters pad N instead, which is the
+//    same for every expert (nothing where N is a multiple of two tiles).
 //  - Workspace: the per-SM TMA descriptors of the mainloop (A, B) and epilogue (D); its size depends
 //    on sm_count only. initialize() does no stream work for this kernel (the group scheduler, the
 //    mainloop and the LinearCombination fusion have empty initialize_workspace), builds the Params on
@@ -65,20 +65,13 @@ struct PingPong {
   using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
 };
 
-// Sm90Tile -> CUTLASS configuration. The 2 x 1 clusters multicast each B (weight) tile to the two
-// CTAs of an N tile; the 1 x 2 clusters multicast each A (routed rows) tile to the two CTAs of an M
-// tile; 1 x 1 multicasts nothing and pads nothing.
+// Sm90Tile -> CUTLASS configuration (sm90_grouped_gemm.h says why these clusters).
 template <Sm90Tile T>
 struct TileTraits;
 template <>
-struct TileTraits<Sm90Tile::kM128N256> : Cooperative {
+struct TileTraits<Sm90Tile::kM128N256C1x1> : Cooperative {
   using TileShape = Shape<_128, _256, _64>;
-  using ClusterShape = Shape<_2, _1, _1>;
-};
-template <>
-struct TileTraits<Sm90Tile::kM64N128> : PingPong {
-  using TileShape = Shape<_64, _128, _128>;
-  using ClusterShape = Shape<_2, _1, _1>;
+  using ClusterShape = Shape<_1, _1, _1>;
 };
 template <>
 struct TileTraits<Sm90Tile::kM128N256C1x2> : Cooperative {
@@ -86,19 +79,14 @@ struct TileTraits<Sm90Tile::kM128N256C1x2> : Cooperative {
   using ClusterShape = Shape<_1, _2, _1>;
 };
 template <>
-struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
-  using TileShape = Shape<_64, _128, _128>;
-  using ClusterShape = Shape<_1, _2, _1>;
-};
-template <>
-struct TileTraits<Sm90Tile::kM128N256C1x1> : Cooperative {
-  using TileShape = Shape<_128, _256, _64>;
-  using ClusterShape = Shape<_1, _1, _1>;
-};
-template <>
 struct TileTraits<Sm90Tile::kM64N128C1x1> : PingPong {
   using TileShape = Shape<_64, _128, _128>;
   using ClusterShape = Shape<_1, _1, _1>;
+};
+template <>
+struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
+  using TileShape = Shape<_64, _128, _128>;
+  using ClusterShape = Shape<_1, _2, _1>;
 };
 
 template <typename ElementAB, typename ElementD, class Traits>
