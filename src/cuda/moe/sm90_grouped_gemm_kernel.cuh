@@ -88,16 +88,6 @@ struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
   using TileShape = Shape<_64, _128, _128>;
   using ClusterShape = Shape<_1, _2, _1>;
 };
-template <>
-struct TileTraits<Sm90Tile::kM64N256C1x1> : PingPong {
-  using TileShape = Shape<_64, _256, _64>;
-  using ClusterShape = Shape<_1, _1, _1>;
-};
-template <>
-struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
-  using TileShape = Shape<_128, _128, _64>;
-  using ClusterShape = Shape<_1, _1, _1>;
-};
 
 template <typename ElementAB, typename ElementD, class Traits>
 struct Config {
