@@ -7,6 +7,8 @@
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
 //   fused       the same block (or warp) routes the tokens first (a warp per token), for T <= 32.
+//   chunked     T*K > 1024 with up to 2047 local experts: a block per 1024 (token, slot) entries,
+//               two launches (the counts per chunk and expert, then each chunk's rows placed).
 //   scalable    CUB's device radix sort (stable) of expert ids and a device scan, for any size.
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -14,6 +16,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <cstdint>
 
 #include <string>
 
@@ -199,6 +202,155 @@ __global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, T
   block_topk_maps(a, *reinterpret_cast<MapsSmem*>(smem), flat_bits, end_bit);
 }
 
+// ---- chunked ---------------------------------------------------------------------------------------
+// The flat (token, slot) range in chunks of kChunkRows entries, a block each, in two launches:
+//   chunk_counts_kernel  each block counts its chunk's entries per column: local expert e, or column
+//                        EL for the entries routed to other ranks;
+//   chunk_place_kernel   each block sums the counts of the chunks before its own and of all chunks,
+//                        scans the totals into every expert's first row, sorts its chunk by column
+//                        (a stable block radix sort of the column bits, so flat order inside an
+//                        expert) and writes its entries' rows.
+// The maps are the other paths' bit for bit: rows grouped by expert in (token, slot) order.
+// Measured on the H200 before it (tuner step times, T*K = 4096 to 32768): one CTA sorting up to 4096
+// keys took 20-24 us, the radix sort path's seven launches 34-48 us.
+constexpr int kChunkThreads = 256;
+constexpr int kChunkItems = 4;
+constexpr int kChunkBits = 10;
+constexpr int kChunkRows = 1 << kChunkBits;
+constexpr int kChunkMaxExperts = 2047;  // local experts; the columns (EL + 1) fill 8 KB
+static_assert(kChunkThreads * kChunkItems == kChunkRows);
+
+using ChunkSort = cub::BlockRadixSort<uint32_t, kChunkThreads, kChunkItems>;
+using ChunkScan = cub::BlockScan<int, kChunkThreads>;
+
+bool chunked_maps(int64_t n, int local_experts) {
+  return n > kRankMaxRows && n <= INT32_MAX - kChunkRows && local_experts <= kChunkMaxExperts;
+}
+int64_t chunk_count(int64_t n) { return (n + kChunkRows - 1) / kChunkRows; }
+
+__device__ __forceinline__ int chunk_column(const TopkMapsArgs& a, int64_t f) {
+  const int l = local_of(a, a.topk_ids[f]);
+  return l >= 0 ? l : a.local_experts;
+}
+
+__global__ void __launch_bounds__(kChunkThreads) chunk_counts_kernel(TopkMapsArgs a, int* counts, int n) {
+  __shared__ int hist[kChunkMaxExperts + 1];
+  const int cols = a.local_experts + 1;
+  for (int e = static_cast<int>(threadIdx.x); e < cols; e += kChunkThreads) hist[e] = 0;
+  __syncthreads();
+  pdl_enter();
+  const int begin = static_cast<int>(blockIdx.x) * kChunkRows;
+  const int end = min(n, begin + kChunkRows);
+  for (int f = begin + static_cast<int>(threadIdx.x); f < end; f += kChunkThreads) atomicAdd(&hist[chunk_column(a, f)], 1);
+  __syncthreads();
+  for (int e = static_cast<int>(threadIdx.x); e < cols; e += kChunkThreads) counts[static_cast<int64_t>(blockIdx.x) * cols + e] = hist[e];
+}
+
+struct ChunkSmem {
+  union {
+    typename ChunkSort::TempStorage sort;
+    typename ChunkScan::TempStorage scan;
+  } tmp;
+  int next_row[kChunkMaxExperts + 1];   // the row the chunk's first (then next) entry of expert e takes
+  int first_pos[kChunkMaxExperts + 1];  // the sorted position of expert e's first entry in the chunk
+  int prefix[kChunkRows];               // local entries before flat index begin + q, over all chunks
+  uint32_t sorted[kChunkRows];
+  int local_before;                     // local entries in the chunks before this one
+};
+
+__global__ void __launch_bounds__(kChunkThreads) chunk_place_kernel(TopkMapsArgs a, const int* counts, int n, int end_bit) {
+  __shared__ ChunkSmem s;
+  pdl_enter();
+  const int tid = static_cast<int>(threadIdx.x), b = static_cast<int>(blockIdx.x), chunks = static_cast<int>(gridDim.x);
+  const int EL = a.local_experts, cols = EL + 1, K = a.top_k;
+  const MapsOut& o = a.out;
+  const int out_rows = a.no_combine ? n : static_cast<int>(a.tokens);
+  // Columns a thread each (striped, so the column sums load in parallel), scanned a round of
+  // kChunkThreads columns at a time. Column EL's total is not scanned: expert_offsets[EL] is the
+  // number of local entries.
+  int carry = 0;
+  for (int e0 = 0; e0 < cols; e0 += kChunkThreads) {
+    const int e = e0 + tid;
+    int before = 0, total = 0;
+    if (e < cols) {
+      for (int c = 0; c < chunks; ++c) {
+        const int k = counts[static_cast<int64_t>(c) * cols + e];
+        total += k;
+        before += c < b ? k : 0;
+      }
+    }
+    int first = 0, round = 0;
+    ChunkScan(s.tmp.scan).ExclusiveSum(e < EL ? total : 0, first, round);
+    first += carry;
+    if (e < cols) {
+      s.next_row[e] = first + before;
+      if (b == 0) o.expert_offsets[e] = first;
+      if (e == EL) {
+        s.local_before = b * kChunkRows - before;
+        if (b == 0) o.dest_offsets[out_rows] = first;
+      }
+    }
+    carry += round;
+    __syncthreads();  // the scan's storage, reused by the next round
+  }
+
+  const int begin = b * kChunkRows;
+  const int m = min(kChunkRows, n - begin);
+  uint32_t keys[kChunkItems];
+  int flags[kChunkItems], excl[kChunkItems];
+#pragma unroll
+  for (int j = 0; j < kChunkItems; ++j) {
+    const int q = tid * kChunkItems + j;
+    const int col = q < m ? chunk_column(a, begin + q) : EL + 1;  // EL + 1: padding, sorted last
+    keys[j] = (static_cast<uint32_t>(col) << kChunkBits) | static_cast<uint32_t>(q);
+    flags[j] = col < EL;
+  }
+  int chunk_local = 0;
+  ChunkScan(s.tmp.scan).ExclusiveSum(flags, excl, chunk_local);
+#pragma unroll
+  for (int j = 0; j < kChunkItems; ++j) s.prefix[tid * kChunkItems + j] = s.local_before + excl[j];
+  __syncthreads();  // the scan's storage, reused by the sort
+  ChunkSort(s.tmp.sort).Sort(keys, kChunkBits, end_bit);
+#pragma unroll
+  for (int j = 0; j < kChunkItems; ++j) s.sorted[tid * kChunkItems + j] = keys[j];
+  __syncthreads();
+  for (int p = tid; p < kChunkRows; p += kChunkThreads) {
+    const int col = static_cast<int>(s.sorted[p] >> kChunkBits);
+    if (col < EL && (p == 0 || static_cast<int>(s.sorted[p - 1] >> kChunkBits) != col)) s.first_pos[col] = p;
+  }
+  __syncthreads();
+  for (int p = tid; p < kChunkRows; p += kChunkThreads) {
+    const uint32_t key = s.sorted[p];
+    const int col = static_cast<int>(key >> kChunkBits);
+    if (col >= EL) continue;  // other ranks' entries and the padding, sorted after the local ones
+    const int q = static_cast<int>(key & (kChunkRows - 1));
+    const int f = begin + q;
+    const int t = f / K;
+    const int r = s.next_row[col] + (p - s.first_pos[col]);
+    o.row_source[r] = t;
+    o.row_weight[r] = a.topk_weights[f];
+    o.row_dest[r] = a.no_combine ? f : t;
+    o.dest_rows[s.prefix[q]] = r;
+  }
+  for (int q = tid; q < m; q += kChunkThreads) {
+    const int f = begin + q;
+    if (a.no_combine) o.dest_offsets[f] = s.prefix[q];
+    else if (f % K == 0) o.dest_offsets[f / K] = s.prefix[q];
+  }
+}
+
+Status launch_chunked_maps(const TopkMapsArgs& a, int64_t n, cudaStream_t st) {
+  const int64_t chunks = chunk_count(n);
+  const size_t bytes = static_cast<size_t>(chunks) * (a.local_experts + 1) * sizeof(int);
+  if (bytes > a.scratch_bytes)
+    return Status::Internal("maps scratch: " + std::to_string(bytes) + " bytes needed, " + std::to_string(a.scratch_bytes) + " given");
+  int* counts = static_cast<int*>(a.scratch);
+  const int end_bit = kChunkBits + bits_for(a.local_experts + 1);
+  const LaunchShape shape{dim3(static_cast<unsigned>(chunks)), dim3(kChunkThreads)};
+  MOEKIT_RETURN_IF_ERROR(launch_kernel("chunk_counts_kernel", chunk_counts_kernel, shape, st, a, counts, static_cast<int>(n)));
+  return launch_kernel("chunk_place_kernel", chunk_place_kernel, shape, st, a, static_cast<const int*>(counts), static_cast<int>(n), end_bit);
+}
+
 // ---- scalable --------------------------------------------------------------------------------------
 struct SortScratch {
   uint32_t* keys_in;
@@ -360,10 +512,21 @@ Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes) {
   return Status::Ok();
 }
 
+Status topk_maps_scratch_bytes(int64_t n, int local_experts, size_t* bytes) {
+  *bytes = 0;
+  if (chunked_maps(n, local_experts)) {
+    *bytes = static_cast<size_t>(chunk_count(n)) * (local_experts + 1) * sizeof(int);
+    return Status::Ok();
+  }
+  if (n > kSingleCtaMapsMaxRows) return maps_scratch_bytes(n, local_experts, bytes);
+  return Status::Ok();
+}
+
 Status launch_topk_maps(const TopkMapsArgs& a, void* stream) {
   const cudaStream_t st = as_stream(stream);
   const int64_t n = a.tokens * a.top_k;
   if (n <= kWarpMapsMaxRows) return launch_kernel("warp_maps_kernel", warp_maps_kernel, {dim3(1), dim3(32), 0}, st, a);
+  if (chunked_maps(n, a.local_experts)) return launch_chunked_maps(a, n, st);
   if (n <= kSingleCtaMapsMaxRows) {
     const int flat_bits = bits_for(n - 1);
     const int end_bit = flat_bits + bits_for(a.local_experts + 1);

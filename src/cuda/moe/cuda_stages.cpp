@@ -153,8 +153,8 @@ FixedScratch fixed_scratch(const MoeProblem& p, int64_t tokens, int64_t max_rows
 Result<size_t> scratch_bytes(const MoeProblem& p, int64_t tokens, int64_t max_rows, int64_t out_rows) {
   size_t maps_bytes = 0;
   const auto f = p.input_format;
-  if ((f == InputFormat::kStandard || f == InputFormat::kPreRouted) && tokens * p.top_k > kSingleCtaMapsMaxRows)
-    MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(tokens * p.top_k, p.local_experts(), &maps_bytes));
+  if (f == InputFormat::kStandard || f == InputFormat::kPreRouted)
+    MOEKIT_RETURN_IF_ERROR(topk_maps_scratch_bytes(tokens * p.top_k, static_cast<int>(p.local_experts()), &maps_bytes));
   if (f == InputFormat::kIndexed) MOEKIT_RETURN_IF_ERROR(maps_scratch_bytes(max_rows, tokens, &maps_bytes));
   return fixed_scratch(p, tokens, max_rows, out_rows).maps + align256(maps_bytes);
 }

@@ -69,6 +69,8 @@ struct TopkMapsArgs {
 inline constexpr int64_t kSingleCtaMapsMaxRows = 4096;
 // Scratch the scalable (radix sort) path needs for n rows sorted by keys below `key_limit`.
 Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes);
+// Scratch launch_topk_maps needs for n = T*K rows over `local_experts` experts (0: none).
+Status topk_maps_scratch_bytes(int64_t n, int local_experts, size_t* bytes);
 Status launch_topk_maps(const TopkMapsArgs& a, void* stream);
 
 // Routing and the maps in one single-CTA launch (T*K <= 4096; the plan takes it for T <= 32, where
