@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# Second device call, on call 1's warm machine (its two builds still there): the table at T = 1024,
+# 4096, 16384 twice more with each build in turns, then --deterministic on Qwen3 and DeepSeek-V3.
+B=build/device/bin/moekit; O=/tmp/old/build/old/bin/moekit; ls $B $O >/dev/null || exit 3; for i in 1 2; do for b in new old; do x=$B; [ $b = old ] && x=$O; $x bench --backend cuda --quant none --tokens 1024,4096,16384 --sets 2 --reps 5 --no-baseline --csv $OUT/$b$i.csv > /dev/null 2>&1; echo "== $b$i"; cut -d, -f1,3,7 $OUT/$b$i.csv | tail -n +2 | sed 's/-30b-a3b\|-8x7b\|-120b//' | tr '\n' ' '; echo; done; done; $B bench --backend cuda --quant none --preset qwen3-30b-a3b,deepseek-v3 --tokens 64,1024,16384 --sets 2 --reps 5 --no-baseline --deterministic --csv $OUT/det.csv > /dev/null 2>&1; echo "== det"; cut -d, -f1,3,7 $OUT/det.csv | tail -n +2 | tr '\n' ' '
