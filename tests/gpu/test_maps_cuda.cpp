@@ -2,7 +2,9 @@
 // moekit/stages.h: rows grouped by local expert, in (token, slot) order inside an expert; the dest
 // CSR in (token, slot) order. Every path is taken (one warp, one CTA by counting, the chunks, one CTA
 // by sorting, CUB's radix sort) at sizes on both sides of each path's limits, with an expert range,
-// an expert map and no_combine. The outputs are poisoned first and compared exactly.
+// an expert map and no_combine. The outputs are poisoned first and compared exactly. Also the
+// launchers' own refusals (maps scratch too small; rows the 16-byte row kernels cannot read), which
+// return before anything reaches the device and so run without a GPU too.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -181,6 +183,56 @@ TEST(MapsCuda, EveryPathMatchesTheContract) {
   };
   uint64_t seed = 1;
   for (const MapsCase& c : cases) run_case(c, ++seed);
+}
+
+// The chunked maps pass their counts through the caller's scratch: one byte short is refused.
+TEST(MapsCuda, TooSmallScratchIsRefusedBeforeAnyLaunch) {
+  TopkMapsArgs a;
+  a.tokens = 512;
+  a.top_k = 8;
+  a.num_experts = 128;
+  a.local_experts = 128;
+  size_t need = 0;
+  ASSERT_TRUE(cuda::moe::topk_maps_scratch_bytes(a.tokens * a.top_k, a.local_experts, &need).ok());
+  ASSERT_GT(need, 0u);
+  unsigned char host_scratch[1];  // never touched: the launcher refuses first
+  a.scratch = host_scratch;
+  a.scratch_bytes = need - 1;
+  const Status s = cuda::moe::launch_topk_maps(a, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
+  EXPECT_NE(s.message().find("maps scratch: " + std::to_string(need) + " bytes needed"), std::string::npos) << s.message();
+}
+
+// The activation and finalize kernels read and write 8 columns a thread with 16-byte accesses.
+TEST(RowKernelsCuda, RowsTheyCannotReadAreRefusedBeforeAnyLaunch) {
+  alignas(16) static unsigned char host_rows[64];  // never touched: the launchers refuse first
+  int64_t total_rows = 1;
+  cuda::moe::ActivationArgs act;
+  act.in = host_rows;
+  act.out = host_rows;
+  act.total_rows = &total_rows;
+  act.max_rows = 1;
+  act.inter = 12;  // not a multiple of 8
+  Status s = cuda::moe::launch_activation(act, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
+  EXPECT_NE(s.message().find("I=12"), std::string::npos) << s.message();
+  act.inter = 16;
+  act.in = host_rows + 4;  // misaligned
+  s = cuda::moe::launch_activation(act, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
+
+  cuda::moe::FinalizeArgs fin;
+  fin.rows = host_rows;
+  fin.out = host_rows;
+  fin.out_rows = 1;
+  fin.hidden = 20;  // not a multiple of 8
+  s = cuda::moe::launch_finalize(fin, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
+  EXPECT_NE(s.message().find("H=20"), std::string::npos) << s.message();
+  fin.hidden = 16;
+  fin.out = host_rows + 8;  // misaligned
+  s = cuda::moe::launch_finalize(fin, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.to_string();
 }
 
 }  // namespace

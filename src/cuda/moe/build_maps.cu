@@ -3,7 +3,8 @@
 //
 //   one warp    T*K <= 32: a (token, slot) per lane; ballots give the dest CSR, ranks by counting
 //               the smaller keys among the local lanes. Decode's path: little code, no block barrier.
-//   single CTA  T*K <= 4096: one block sorts (expert << bits | flat) keys, which are unique, so the
+//   single CTA  T*K <= 1024 (or <= 4096 with more local experts than the chunks take): one block
+//               ranks (up to 1024) or sorts (expert << bits | flat) keys, which are unique, so the
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
 //   fused       the same block (or warp) routes the tokens first (a warp per token), for T <= 32.
@@ -226,7 +227,10 @@ using ChunkScan = cub::BlockScan<int, kChunkThreads>;
 bool chunked_maps(int64_t n, int local_experts) {
   return n > kRankMaxRows && n <= INT32_MAX - kChunkRows && local_experts <= kChunkMaxExperts;
 }
-int64_t chunk_count(int64_t n) { return (n + kChunkRows - 1) / kChunkRows; }
+// The per-chunk, per-column counts the two launches pass through the scratch.
+size_t chunk_counts_bytes(int64_t n, int local_experts) {
+  return static_cast<size_t>(ceil_div(n, kChunkRows)) * static_cast<size_t>(local_experts + 1) * sizeof(int);
+}
 
 __device__ __forceinline__ int chunk_column(const TopkMapsArgs& a, int64_t f) {
   const int l = local_of(a, a.topk_ids[f]);
@@ -340,13 +344,12 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_place_kernel(TopkMapsArgs
 }
 
 Status launch_chunked_maps(const TopkMapsArgs& a, int64_t n, cudaStream_t st) {
-  const int64_t chunks = chunk_count(n);
-  const size_t bytes = static_cast<size_t>(chunks) * (a.local_experts + 1) * sizeof(int);
+  const size_t bytes = chunk_counts_bytes(n, a.local_experts);
   if (bytes > a.scratch_bytes)
     return Status::Internal("maps scratch: " + std::to_string(bytes) + " bytes needed, " + std::to_string(a.scratch_bytes) + " given");
   int* counts = static_cast<int*>(a.scratch);
   const int end_bit = kChunkBits + bits_for(a.local_experts + 1);
-  const LaunchShape shape{dim3(static_cast<unsigned>(chunks)), dim3(kChunkThreads)};
+  const LaunchShape shape{dim3(static_cast<unsigned>(ceil_div(n, kChunkRows))), dim3(kChunkThreads)};
   MOEKIT_RETURN_IF_ERROR(launch_kernel("chunk_counts_kernel", chunk_counts_kernel, shape, st, a, counts, static_cast<int>(n)));
   return launch_kernel("chunk_place_kernel", chunk_place_kernel, shape, st, a, static_cast<const int*>(counts), static_cast<int>(n), end_bit);
 }
@@ -515,7 +518,7 @@ Status maps_scratch_bytes(int64_t n, int64_t key_limit, size_t* bytes) {
 Status topk_maps_scratch_bytes(int64_t n, int local_experts, size_t* bytes) {
   *bytes = 0;
   if (chunked_maps(n, local_experts)) {
-    *bytes = static_cast<size_t>(chunk_count(n)) * (local_experts + 1) * sizeof(int);
+    *bytes = chunk_counts_bytes(n, local_experts);
     return Status::Ok();
   }
   if (n > kSingleCtaMapsMaxRows) return maps_scratch_bytes(n, local_experts, bytes);
