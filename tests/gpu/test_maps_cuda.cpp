@@ -165,7 +165,9 @@ TEST(MapsCuda, EveryPathMatchesTheContract) {
   std::vector<MapsCase> cases = {
       {"T0 K8 E128", 0, 8, 128},
       {"warp: T4 K8 E64", 4, 8, 64},
-      {"counting: T128 K8 E128", 128, 8, 128},
+      {"counting: T63 K8 E128 (504 entries)", 63, 8, 128},
+      {"chunked: T64 K8 E128 (512 entries, the first)", 64, 8, 128},
+      {"chunked: T128 K8 E128 (one full chunk)", 128, 8, 128},
       {"chunked: T129 K8 E128 (1032 entries)", 129, 8, 128},
       {"chunked: T512 K8 E256", 512, 8, 256},
       {"chunked: T1025 K4 E128, last chunk of 4", 1025, 4, 128},

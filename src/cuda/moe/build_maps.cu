@@ -224,8 +224,13 @@ static_assert(kChunkThreads * kChunkItems == kChunkRows);
 using ChunkSort = cub::BlockRadixSort<uint32_t, kChunkThreads, kChunkItems>;
 using ChunkScan = cub::BlockScan<int, kChunkThreads>;
 
+// From 512 entries the chunks' two launches beat one CTA ranking by counting (n^2 comparisons): at
+// T*K = 1024 the counting path took 22 us on the H100 (GPT-OSS T=256), the chunks 8.5-10 us at 2048 ..
+// 8192 (docs/perf-notes.md step 15 b, step 16).
+constexpr int64_t kChunkMinRows = 512;
+
 bool chunked_maps(int64_t n, int local_experts) {
-  return n > kRankMaxRows && n <= INT32_MAX - kChunkRows && local_experts <= kChunkMaxExperts;
+  return n >= kChunkMinRows && n <= INT32_MAX - kChunkRows && local_experts <= kChunkMaxExperts;
 }
 // The per-chunk, per-column counts the two launches pass through the scratch.
 size_t chunk_counts_bytes(int64_t n, int local_experts) {

@@ -276,6 +276,20 @@ Status expand_stage(const StageContext& c) {
   a.max_rows = max_rows(c);
   a.hidden_size = c.problem.hidden;
   a.weight_on_input = c.problem.apply_router_weight_on_input;
+  // Standard and PreRouted maps list each token's rows in the dest CSR (output rows t, or t * K ..
+  // t * K + K - 1 with no_combine), so the expand can read each token once. Masked rows are one a slot
+  // anyway; Indexed maps leave rows with an invalid gather index out of the CSR, which the row-major
+  // expand still fills (from token 0) so that gemm1 never reads unwritten rows.
+  const InputFormat f = c.problem.input_format;
+  if (f == InputFormat::kStandard || f == InputFormat::kPreRouted) {
+    a.tokens = num_tokens(c);
+    a.out_rows_per_token = c.problem.no_combine ? c.problem.top_k : 1;
+    a.dest_offsets = ptr<const int64_t>(c.buffers.dest_offsets);
+    a.dest_rows = ptr<const int64_t>(c.buffers.dest_rows);
+    if (out_rows(c) != a.tokens * a.out_rows_per_token)
+      return Status::Internal("cuda expand: " + std::to_string(out_rows(c)) + " output rows for " + std::to_string(a.tokens) +
+                              " tokens x " + std::to_string(a.out_rows_per_token));
+  }
   return launch_expand(a, stream_of(c));
 }
 

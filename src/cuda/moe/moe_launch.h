@@ -109,6 +109,14 @@ struct ExpandArgs {
   int64_t max_rows = 0;
   int64_t hidden_size = 0;
   bool weight_on_input = false;
+  // By token (tokens > 0): a block per token reads its hidden row once and writes every row routed
+  // from it: dest_rows[dest_offsets[t * g] .. dest_offsets[(t + 1) * g]) with g = out_rows_per_token
+  // (1, or top_k with no_combine). Only for maps where those are exactly the rows reading token t
+  // (Standard and PreRouted); otherwise (tokens == 0) a block per row reads row_source.
+  int64_t tokens = 0;
+  int out_rows_per_token = 1;
+  const int64_t* dest_offsets = nullptr;  // [tokens * g + 1]
+  const int64_t* dest_rows = nullptr;
 };
 Status launch_expand(const ExpandArgs& a, void* stream);
 
