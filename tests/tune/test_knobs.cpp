@@ -89,6 +89,37 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
 }
 
+// On sm_90 at a few routed rows the heuristic takes the sm_90a 64 x 128 tile for large experts only
+// (kSm90FewRowsMin, kSm90LargeExpert): Mixtral T=8 (16 rows; N x K = 117M and 59M), DeepSeek-V3 T=8
+// (64 rows; 29M and 15M) and GPT-OSS's gemm1 (17M) but not its gemm2 (8.3M); never Qwen3's (3.1M,
+// 1.6M), nor Mixtral's at T=4 (8 rows).
+TEST(Knobs, FewRowsTakeTheSm90TileForLargeExperts) {
+  if (!default_registry().has_backend(BackendKind::kCuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
+  auto tiles = [&](const char* preset, int64_t tokens) {
+    MoeProblem p = find_preset(preset)->problem;
+    p.quant = QuantScheme::kNone;
+    const auto space = knob_space({p, tokens, {}}, sm90);
+    const KnobSpec* g1 = find(space, "gemm1.tile");
+    const KnobSpec* g2 = find(space, "gemm2.tile");
+    return std::pair<std::string, std::string>{g1 ? g1->heuristic : "-", g2 ? g2->heuristic : "-"};
+  };
+  const auto qwen_space = knob_space({qwen3(), 8, {}}, sm90);
+  const auto& names = find(qwen_space, "gemm1.tile")->values;
+  if (std::find(names.begin(), names.end(), "sm90_m128n256k64_c1x1") == names.end())
+    GTEST_SKIP() << "the sm_90a kernels are not in this build";
+  const std::string sm90_tile = "sm90_m64n128k128_c1x2";
+  EXPECT_EQ(tiles("mixtral-8x7b", 8), std::make_pair(sm90_tile, sm90_tile));
+  EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
+  const auto gpt_oss = tiles("gpt-oss-120b", 8);
+  EXPECT_EQ(gpt_oss.first, sm90_tile);
+  EXPECT_NE(gpt_oss.second, sm90_tile);
+  const auto qwen = tiles("qwen3-30b-a3b", 8);
+  EXPECT_NE(qwen.first, sm90_tile);
+  EXPECT_NE(qwen.second, sm90_tile);
+  EXPECT_NE(tiles("mixtral-8x7b", 4).first, sm90_tile);
+}
+
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {
   const DeviceTarget cpu = *DeviceTarget::named("cpu");
   const MoeProblem p = qwen3();

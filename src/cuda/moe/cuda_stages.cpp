@@ -329,6 +329,7 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   if (sm90 && max_rows > kSm90MinRows)
     return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M128N256C1x1;
+  if (sm90 && max_rows >= kSm90FewRowsMin && n * k >= kSm90LargeExpert) return GemmTile::kSm90M64N128C1x2;
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)

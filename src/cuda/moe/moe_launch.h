@@ -243,6 +243,14 @@ struct GemmArgs {
 //    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
+// Large experts take the sm_90a 64 x 128 tile from kSm90FewRowsMin routed rows on: a GEMM whose
+// expert weight (N x K) holds kSm90LargeExpert elements or more. The tuner's choices at T=8 on the
+// H200 (810e20d, docs/tune.md): the sm_90a tile for both GEMMs of Mixtral (N x K = 117M and 59M;
+// 1.05x over the stream kernel at 16 routed rows) and DeepSeek-V3 (29M and 15M; 1.08x at 64), for
+// GPT-OSS's gemm1 (17M) but its stream tile for gemm2 (8.3M), and the stream tiles for Qwen3's
+// (3.1M and 1.6M). docs/perf-notes.md step 16 has the measurement of this rule.
+inline constexpr int64_t kSm90FewRowsMin = 16;
+inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
