@@ -89,35 +89,34 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
 }
 
-// On sm_90 at a few routed rows the heuristic takes the sm_90a 64 x 128 tile for large experts only
-// (kSm90FewRowsMin, kSm90LargeExpert): Mixtral T=8 (16 rows; N x K = 117M and 59M), DeepSeek-V3 T=8
-// (64 rows; 29M and 15M) and GPT-OSS's gemm1 (17M) but not its gemm2 (8.3M); never Qwen3's (3.1M,
-// 1.6M), nor Mixtral's at T=4 (8 rows).
-TEST(Knobs, FewRowsTakeTheSm90TileForLargeExperts) {
+// On sm_90 the heuristic takes the sm_90a kernel from 64 routed rows (kSm90MinRows) for large experts
+// (N x K >= kSm90LargeExpert), above 64 for the others: DeepSeek-V3 T=8 (64 rows; N x K = 29M and
+// 15M) and Mixtral T=32 (64 rows; 117M and 59M) take it, Mixtral T=16 (32 rows) does not; at GPT-OSS
+// T=16 (64 rows) gemm1 (17M) takes it, gemm2 (8.3M) does not; Qwen3 T=8 (64 rows; 3.1M, 1.6M) not.
+TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   if (!default_registry().has_backend(BackendKind::kCuda)) GTEST_SKIP() << "no CUDA backend in this build";
   const DeviceTarget sm90 = *DeviceTarget::named("sm90");
-  auto tiles = [&](const char* preset, int64_t tokens) {
-    MoeProblem p = find_preset(preset)->problem;
-    p.quant = QuantScheme::kNone;
-    const auto space = knob_space({p, tokens, {}}, sm90);
-    const KnobSpec* g1 = find(space, "gemm1.tile");
-    const KnobSpec* g2 = find(space, "gemm2.tile");
-    return std::pair<std::string, std::string>{g1 ? g1->heuristic : "-", g2 ? g2->heuristic : "-"};
-  };
   const auto qwen_space = knob_space({qwen3(), 8, {}}, sm90);
   const auto& names = find(qwen_space, "gemm1.tile")->values;
   if (std::find(names.begin(), names.end(), "sm90_m128n256k64_c1x1") == names.end())
     GTEST_SKIP() << "the sm_90a kernels are not in this build";
+  auto tiles = [&](const char* preset, int64_t tokens) {
+    MoeProblem p = find_preset(preset)->problem;
+    p.quant = QuantScheme::kNone;
+    const auto space = knob_space({p, tokens, {}}, sm90);
+    return std::pair<std::string, std::string>{find(space, "gemm1.tile")->heuristic, find(space, "gemm2.tile")->heuristic};
+  };
   const std::string sm90_tile = "sm90_m64n128k128_c1x2";
-  EXPECT_EQ(tiles("mixtral-8x7b", 8), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
-  const auto gpt_oss = tiles("gpt-oss-120b", 8);
+  EXPECT_EQ(tiles("mixtral-8x7b", 32), std::make_pair(sm90_tile, sm90_tile));
+  EXPECT_NE(tiles("mixtral-8x7b", 16).first, sm90_tile);
+  EXPECT_NE(tiles("deepseek-v3", 4).first, sm90_tile);
+  const auto gpt_oss = tiles("gpt-oss-120b", 16);
   EXPECT_EQ(gpt_oss.first, sm90_tile);
   EXPECT_NE(gpt_oss.second, sm90_tile);
   const auto qwen = tiles("qwen3-30b-a3b", 8);
   EXPECT_NE(qwen.first, sm90_tile);
   EXPECT_NE(qwen.second, sm90_tile);
-  EXPECT_NE(tiles("mixtral-8x7b", 4).first, sm90_tile);
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {

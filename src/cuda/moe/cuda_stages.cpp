@@ -320,16 +320,16 @@ int64_t expected_experts(const MoeProblem& p) {
 }
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
-// On a Hopper GPU above kSm90MinRows routed rows: the CUTLASS TMA + wgmma kernel, which streams the
+// On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert (moe_launch.h). Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
-  if (sm90 && max_rows > kSm90MinRows)
+  const bool large_expert = n * k >= kSm90LargeExpert;
+  if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert)))
     return rows_per_expert <= kSm90SmallTileMaxRows ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M128N256C1x1;
-  if (sm90 && max_rows >= kSm90FewRowsMin && n * k >= kSm90LargeExpert) return GemmTile::kSm90M64N128C1x2;
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)

@@ -232,7 +232,7 @@ struct GemmArgs {
   // so the CTA may find its tile and start streaming its weights before the previous kernel ends.
   bool weights_before_wait = false;
 };
-// Above kSm90MinRows routed rows a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
+// Above kSm90MinRows routed rows (from it for large experts, below) a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
 // tiles (1 x 2 cluster) up to kSm90SmallTileMaxRows rows per active expert, its 128 x 256 tiles (no
 // cluster) above. Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
 // (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
@@ -243,13 +243,13 @@ struct GemmArgs {
 //    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
-// Large experts take the sm_90a 64 x 128 tile from kSm90FewRowsMin routed rows on: a GEMM whose
-// expert weight (N x K) holds kSm90LargeExpert elements or more. The tuner's choices at T=8 on the
-// H200 (810e20d, docs/tune.md): the sm_90a tile for both GEMMs of Mixtral (N x K = 117M and 59M;
-// 1.05x over the stream kernel at 16 routed rows) and DeepSeek-V3 (29M and 15M; 1.08x at 64), for
-// GPT-OSS's gemm1 (17M) but its stream tile for gemm2 (8.3M), and the stream tiles for Qwen3's
-// (3.1M and 1.6M). docs/perf-notes.md step 16 has the measurement of this rule.
-inline constexpr int64_t kSm90FewRowsMin = 16;
+// A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
+// from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
+// on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and
+// DeepSeek-V3 (29M and 15M; 64 rows), never for Qwen3 (3.1M and 1.6M). Measured against the stream
+// kernel on an H100 (docs/perf-notes.md step 16): faster at 64 routed rows (DeepSeek-V3 T=8 1354
+// against 1404 us, Mixtral T=32 990 / 995), level or slower below (Mixtral T=8 921 / 921, DeepSeek-V3
+// T=4 837 / 829, GPT-OSS T=8 550 / 535, T=4 302 / 288), within 0.4% at GPT-OSS T=16 (927 / 923).
 inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
