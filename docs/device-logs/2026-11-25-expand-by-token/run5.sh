@@ -19,7 +19,7 @@ mkdir -p "$OUT/r"
 timeout 120 build/exp/tests/gpu/test_moe_cuda --gtest_filter='*Sm90Tiles*' > "$OUT/r/exp-tiles-test.txt" 2>&1; echo "== tile test rc $?"; tail -2 "$OUT/r/exp-tiles-test.txt"
 SECONDS=0
 for tile in heuristic sm90_m256n128k64_c1x1 sm90_m256n128k64_c1x2 heuristic2; do
-  choice=(); [ ${tile#heuristic} = $tile ] && choice=(--choice "gemm1.tile=$tile;gemm2.tile=$tile")
+  choice=(); [ "${tile#heuristic}" = "$tile" ] && choice=(--choice "gemm1.tile=$tile;gemm2.tile=$tile")
   timeout 60 build/exp/bin/moekit bench --backend cuda --quant none --tokens 256,1024,4096,16384 --sets 1 --reps 3 --iters 10 --no-baseline \
     "${choice[@]}" --csv "$OUT/r/tile-$tile.csv" > "$OUT/r/tile-$tile.txt" 2>&1
   echo "== $tile (${SECONDS}s)"; cut -d, -f1,3,7,20 "$OUT/r/tile-$tile.csv" | tail -n +2 | sed 's/-30b-a3b\|-8x7b\|-120b//' | tr '\n' ' '; echo
