@@ -48,7 +48,8 @@ __global__ void expand_kernel(ExpandArgs a) {
 // By token: a block per token reads the token's row once and writes it to each row routed from it.
 // The row-major kernel above reads a token once per routed row (top_k times), and in expert order the
 // tokens come in no order, so wherever the hidden states exceed L2 each of those reads went to DRAM:
-// DeepSeek-V3 T=16384 (235 MB of hidden states, 1.9 GB of rows) spent 890 us in expand on the H200.
+// DeepSeek-V3 T=16384 (235 MB of hidden states, 1.9 GB of rows) spent 890 us in expand on the H200;
+// at T=4096 on an H100 this kernel takes 198 us where that one took 284 (docs/perf-notes.md step 16).
 constexpr int kExpandRows = 64;  // destination rows staged per pass
 
 template <typename T>
