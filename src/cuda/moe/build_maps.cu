@@ -3,12 +3,12 @@
 //
 //   one warp    T*K <= 32: a (token, slot) per lane; ballots give the dest CSR, ranks by counting
 //               the smaller keys among the local lanes. Decode's path: little code, no block barrier.
-//   single CTA  T*K <= 1024 (or <= 4096 with more local experts than the chunks take): one block
-//               ranks (up to 1024) or sorts (expert << bits | flat) keys, which are unique, so the
+//   single CTA  T*K < 512 (or <= 4096 with more local experts than the chunks take; and the fused
+//               path below): one block ranks (up to 1024 keys) or sorts (expert << bits | flat) keys, which are unique, so the
 //               order inside an expert is the flat (token, slot) order without relying on a stable
 //               sort; a block scan of the "is local" flags places the dest CSR.
 //   fused       the same block (or warp) routes the tokens first (a warp per token), for T <= 32.
-//   chunked     T*K > 1024 with up to 2047 local experts: a block per 1024 (token, slot) entries,
+//   chunked     T*K >= 512 with up to 2047 local experts: a block per 1024 (token, slot) entries,
 //               two launches (the counts per chunk and expert, then each chunk's rows placed).
 //   scalable    CUB's device radix sort (stable) of expert ids and a device scan, for any size.
 #include <cub/block/block_radix_sort.cuh>
