@@ -109,6 +109,7 @@ Result<RoutingMethod> parse_routing_method(std::string_view s);
 Result<Activation> parse_activation(std::string_view s);
 Result<QuantScheme> parse_quant_scheme(std::string_view s);
 Result<InputFormat> parse_input_format(std::string_view s);
+Result<GateUpLayout> parse_gate_up_layout(std::string_view s);  // concatenated, interleaved
 Result<DType> parse_activation_dtype(std::string_view s);  // f32, f16, bf16
 
 // ---- The problem ---------------------------------------------------------------------------------

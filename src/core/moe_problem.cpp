@@ -96,6 +96,7 @@ Result<RoutingMethod> parse_routing_method(std::string_view s) {
 Result<Activation> parse_activation(std::string_view s) { return parse_enum<Activation>("activation", s, 9, activation_name); }
 Result<QuantScheme> parse_quant_scheme(std::string_view s) { return parse_enum<QuantScheme>("quant", s, 11, quant_scheme_name); }
 Result<InputFormat> parse_input_format(std::string_view s) { return parse_enum<InputFormat>("format", s, 4, input_format_name); }
+Result<GateUpLayout> parse_gate_up_layout(std::string_view s) { return parse_enum<GateUpLayout>("gate_up", s, 2, gate_up_layout_name); }
 
 Result<DType> parse_activation_dtype(std::string_view s) {
   const auto t = parse_dtype(s);

@@ -122,10 +122,15 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
   if (is_cuda(in) && (in.problem.quant == QuantScheme::kFp8PerToken || in.problem.quant == QuantScheme::kInt8PerToken) &&
       in.problem.intermediate > 128)
     return off(__func__, fmt::format("quant={}: a per-token scale spans all I={} columns, an epilogue tile holds 128", quant_scheme_name(in.problem.quant), in.problem.intermediate));
-  if (activation_is_gated(in.problem.activation.kind))
-    return on(__func__, is_cuda(in) ? std::string("each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation") +
-                                          hopper_note(in, "gemm1, then the activation kernel")
+  if (activation_is_gated(in.problem.activation.kind)) {
+    // The sm_90a kernel's epilogue sees gate j and up j together only where W13 interleaves them.
+    const bool interleaved = in.problem.gate_up_layout == GateUpLayout::kInterleaved;
+    std::string hopper = in.device.compute_capability != 90 ? ""
+                         : interleaved ? " (sm_90a tiles too: the gate/up rows are interleaved)"
+                                       : " (sm_90a tiles need interleaved gate/up rows: here gemm1, then the activation kernel)";
+    return on(__func__, is_cuda(in) ? "each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation" + hopper
                                     : "each block of gemm1 rows is activated while it is in cache");
+  }
   return on(__func__, "an elementwise activation applies in the epilogue");
 }
 

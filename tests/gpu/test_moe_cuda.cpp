@@ -158,7 +158,8 @@ TEST(MoeCuda, EveryGemmTileGivesTheSameLayer) {
 // The sm_90a kernel's configurations at a few rows per expert (the 64 x 128 tile's range) and
 // many, and with every epilogue case: it has no bias epilogue, so with biases the activation and
 // finalize kernels add them (gated concatenated and interleaved, plain activation, the unfused
-// activation stage, no_combine, Masked, f16).
+// activation stage, no_combine, Masked, f16); with interleaved gate/up rows the gated epilogue adds
+// gemm1's bias and applies the activation itself.
 TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
@@ -167,6 +168,16 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
     std::vector<Case> cases = epilogue_cases();
     for (int64_t T : {3, 77, 1000}) cases.push_back({"E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
     cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
+    // Interleaved gate/up rows take the gated epilogue (gemm1 and the activation in one kernel).
+    Case inter{"swiglu interleaved f16 biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true};
+    inter.problem.gate_up_layout = GateUpLayout::kInterleaved;
+    inter.problem.activation_dtype = DType::kF16;
+    cases.push_back(inter);
+    Case geglu{"geglu interleaved no_combine E64 K8 T300", base_problem(64, 8, kH, kI), 300};
+    geglu.problem.gate_up_layout = GateUpLayout::kInterleaved;
+    geglu.problem.activation.kind = Activation::kGeGLU;
+    geglu.problem.no_combine = true;
+    cases.push_back(geglu);
     Case plain_bias{"relu2 biases E8 K2 T300, activation unfused", base_problem(8, 2, kH, kI), 300, true};
     plain_bias.problem.activation.kind = Activation::kReLU2;
     plain_bias.fusions.gemm1_activation = Switch::kOff;

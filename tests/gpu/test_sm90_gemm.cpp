@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/activation.h"
 #include "cuda/moe/sm90_grouped_gemm.h"
 #include "gpu_test_util.h"
 #include "moekit/float_formats.h"
@@ -238,6 +239,150 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   args.max_rows = 10;
   args.sm_count = 132;
   EXPECT_FALSE(cuda::moe::launch_sm90_grouped_gemm(args, nullptr).ok());
+}
+
+// ---- the gated-activation epilogue ------------------------------------------------------------------
+// gemm1 with W13's gate/up rows interleaved: D[r, j] = act(gate + bias, up + bias) with gate = column 2j
+// and up = column 2j + 1 of the float64 GEMM, n / 2 columns wide, in the input type. The 16-bit D is
+// poisoned with a NaN code first: rows past the routed ones must keep it.
+struct GatedCase {
+  Elem type;
+  int experts;
+  int64_t rows;
+  int64_t n, k;  // n = 2 I
+  Sm90Tile tile;
+  Activation act;
+  bool bias;
+};
+
+void run_gated_case(const GatedCase& c) {
+  const std::string what = tile_label(c.tile) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
+                           std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + " E=" + std::to_string(c.experts) +
+                           " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
+  SCOPED_TRACE(what);
+  std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
+  const int64_t max_rows = c.rows + 5, inter = c.n / 2;
+  const auto a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
+  const auto b = random_codes(static_cast<size_t>(c.experts * c.n * c.k), c.type, rng);
+  // A float32 bias of a few units, so that the clamp (limit 7) and the gate's negative side both bite.
+  std::vector<float> bias(c.bias ? static_cast<size_t>(c.experts * c.n) : 0);
+  std::uniform_real_distribution<float> ub(-4.0f, 4.0f);
+  for (auto& x : bias) x = ub(rng);
+  const auto off = random_offsets(c.experts, c.rows, rng);
+  const Decoder dec(c.type);
+  const auto gemm = reference(a, b, off, c.n, c.k, dec);
+  const ActivationParams params{c.act, 1.702f, 7.0f};
+  std::vector<double> ref(static_cast<size_t>(c.rows * inter));
+  {
+    std::vector<double> in(static_cast<size_t>(c.n)), out(static_cast<size_t>(inter));
+    for (int e = 0; e < c.experts; ++e)
+      for (int64_t r = off[e]; r < off[e + 1]; ++r) {
+        for (int64_t j = 0; j < c.n; ++j) in[j] = gemm[r * c.n + j] + (c.bias ? bias[e * c.n + j] : 0.0);
+        cpu::apply_activation(params, GateUpLayout::kInterleaved, in, out);
+        std::copy(out.begin(), out.end(), ref.begin() + r * inter);
+      }
+  }
+
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
+  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * inter) * 2),
+      doff(off.size() * 8), dbias(bias.size() * 4), scratch(scratch_bytes);
+  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p && (!c.bias || dbias.p));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes, cudaMemcpyHostToDevice));
+  if (c.bias) MOEKIT_ASSERT_CUDA(cudaMemcpy(dbias.p, bias.data(), dbias.bytes, cudaMemcpyHostToDevice));
+  const uint16_t poison = c.type == Elem::kBF16 ? 0x7FC0 : 0x7E00;  // a quiet NaN in either format
+  std::vector<uint16_t> got(static_cast<size_t>(max_rows * inter), poison);
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got.data(), dd.bytes, cudaMemcpyHostToDevice));
+
+  Sm90GemmArgs args;
+  args.tile = c.tile;
+  args.type = c.type;
+  args.a = da.p;
+  args.b = db.p;
+  args.d = dd.p;
+  args.d_type = c.type;
+  args.expert_offsets = static_cast<const int64_t*>(doff.p);
+  args.experts = c.experts;
+  args.max_rows = max_rows;
+  args.n = c.n;
+  args.k = c.k;
+  args.gated_activation = static_cast<int>(c.act);
+  args.alpha = params.alpha;
+  args.limit = params.limit;
+  args.bias = c.bias ? dbias.p : nullptr;
+  args.bias_type = Elem::kF32;
+  args.scratch = scratch.p;
+  args.scratch_bytes = scratch_bytes;
+  args.sm_count = sms;
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, dd.bytes, cudaMemcpyDeviceToHost));
+
+  // The output is the float32 activation rounded once to 16 bits: within a few units of the 16-bit
+  // rounding of the float64 value, in relative L2 over the routed rows.
+  double num = 0, den = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < c.rows * inter; ++i) {
+    const double v = dec(got[i]);
+    if (!std::isfinite(v)) ++nonfinite;
+    num += (v - ref[i]) * (v - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  EXPECT_EQ(nonfinite, 0);
+  if (c.rows > 0) {
+    const double err = std::sqrt(num / std::max(den, 1e-300));
+    EXPECT_LT(err, c.type == Elem::kBF16 ? 6e-3 : 1e-3) << "relative L2 error " << err;
+  }
+  int64_t touched = 0;
+  for (int64_t i = c.rows * inter; i < max_rows * inter; ++i) touched += got[i] != poison;
+  EXPECT_EQ(touched, 0) << "elements past the routed rows were written";
+}
+
+TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
+  MOEKIT_REQUIRE_SM90();
+  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+    // N = 272 and 2880: neither a multiple of the 256- or 128-wide tile; K = 264 not of 64.
+    for (Activation act : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kSwiGLUClamped})
+      run_gated_case({Elem::kBF16, 8, 77, 272, 264, tile, act, true});
+    run_gated_case({Elem::kBF16, 64, 1000, 2880, 264, tile, Activation::kSwiGLUClamped, true});
+    run_gated_case({Elem::kF16, 8, 300, 272, 712, tile, Activation::kSwiGLU, false});
+    run_gated_case({Elem::kBF16, 1, 1, 272, 264, tile, Activation::kSwiGLU, true});
+    run_gated_case({Elem::kBF16, 4, 0, 272, 264, tile, Activation::kSwiGLU, true});
+  }
+}
+
+TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
+  MOEKIT_REQUIRE_SM90();
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(4, 272, 264, Elem::kBF16, sms);
+  DeviceBuffer buf(1 << 20), doff(5 * 8), scratch(scratch_bytes);
+  ASSERT_TRUE(buf.p && doff.p && scratch.p);
+  MOEKIT_ASSERT_CUDA(cudaMemset(doff.p, 0, doff.bytes));
+  Sm90GemmArgs args;
+  args.type = Elem::kBF16;
+  args.a = args.b = buf.p;
+  args.d = buf.p;
+  args.d_type = Elem::kBF16;
+  args.expert_offsets = static_cast<const int64_t*>(doff.p);
+  args.experts = 4;
+  args.max_rows = 8;
+  args.n = 272;
+  args.k = 264;
+  args.scratch = scratch.p;
+  args.scratch_bytes = scratch_bytes;
+  args.sm_count = sms;
+  args.gated_activation = static_cast<int>(Activation::kReLU2);  // not gated
+  Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("gated_activation"), std::string::npos) << st.to_string();
+  args.gated_activation = static_cast<int>(Activation::kSwiGLU);
+  args.d_type = Elem::kF32;  // the gated epilogue writes the input type only
+  st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find("d_type=f32"), std::string::npos) << st.to_string();
 }
 
 // One capture, replayed twice: the second replay after the expert offsets changed on the device (the

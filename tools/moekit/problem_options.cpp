@@ -15,6 +15,7 @@ void ProblemOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--local-experts", local_experts, "experts held by this rank (expert parallelism)");
   cmd.add_option("--local-begin", local_begin, "first global expert held by this rank");
   cmd.add_option("--activation", activation, "swiglu, geglu, geglu_tanh, swiglu_clamped, relu2, silu, gelu, relu, identity");
+  cmd.add_option("--gate-up", gate_up, "W13's gate/up row layout: concatenated (gate rows, then up rows) or interleaved (gate i at row 2i, up i at 2i + 1)");
   cmd.add_option("--routing", routing, "softmax_topk, topk_softmax, deepseek_v3, llama4, topk");
   cmd.add_option("--renormalize", renormalize, "renormalize the top-k weights (true/false)");
   cmd.add_option("--n-group", n_group, "deepseek_v3: expert groups");
@@ -61,6 +62,7 @@ Result<MoeProblem> ProblemOptions::resolve() const {
   MOEKIT_RETURN_IF_ERROR(apply(routing, parse_routing_method, p.routing.method));
   MOEKIT_RETURN_IF_ERROR(apply(quant, parse_quant_scheme, p.quant));
   MOEKIT_RETURN_IF_ERROR(apply(format, parse_input_format, p.input_format));
+  MOEKIT_RETURN_IF_ERROR(apply(gate_up, parse_gate_up_layout, p.gate_up_layout));
   MOEKIT_RETURN_IF_ERROR(apply(dtype, parse_activation_dtype, p.activation_dtype));
   p.deterministic |= deterministic;
   p.no_combine |= no_combine;
@@ -95,7 +97,7 @@ std::string ProblemOptions::describe() const {
   };
   if (!preset.empty()) s += " --preset " + preset;
   add("--experts", experts); add("--top-k", top_k); add("--hidden", hidden); add("--intermediate", intermediate);
-  add("--local-experts", local_experts); add("--local-begin", local_begin); add("--activation", activation);
+  add("--local-experts", local_experts); add("--local-begin", local_begin); add("--activation", activation); add("--gate-up", gate_up);
   add("--routing", routing); add("--n-group", n_group); add("--topk-group", topk_group); add("--scaling", scaling);
   add("--quant", quant); add("--group-size", group_size); add("--format", format); add("--dtype", dtype);
   if (renormalize) s += fmt::format(" --renormalize {}", *renormalize ? "true" : "false");

@@ -17,7 +17,7 @@ namespace moekit::cli {
 struct ProblemOptions {
   std::string preset;
   std::optional<int> experts, top_k, hidden, intermediate, local_experts, local_begin, group_size, n_group, topk_group;
-  std::optional<std::string> activation, routing, quant, format, dtype;
+  std::optional<std::string> activation, routing, quant, format, dtype, gate_up;
   std::optional<float> scaling;
   std::optional<bool> renormalize;
   bool deterministic = false, no_combine = false, weight_on_input = false;

@@ -448,8 +448,10 @@ Sm90Tile sm90_tile_of(GemmTile t) {
 #endif
 
 // The sm_90a kernel: rows in the activation dtype into `d` (gemm1_out or gemm2_out), without bias;
-// the activation or finalize kernel completes them.
-Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d) {
+// the activation or finalize kernel completes them. With `gated` (gemm1, a gated activation, gate/up
+// rows interleaved) its epilogue applies the activation and gemm1's bias and writes gemm2's input
+// rows, I wide, into `d` (gemm2_in).
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated = false) {
 #if MOEKIT_HAS_SM90_GEMM
   auto s = carve(c);
   if (!s.ok()) return s.status();
@@ -468,9 +470,16 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d) {
   a.scratch = s->sm90;
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
+  if (gated) {
+    a.gated_activation = g.activation;
+    a.alpha = g.alpha;
+    a.limit = g.limit;
+    a.bias = g.bias;
+    a.bias_type = g.bias_type;
+  }
   return launch_sm90_grouped_gemm(a, stream_of(c));
 #else
-  (void)c, (void)g, (void)d;
+  (void)c, (void)g, (void)d, (void)gated;
   return Status::Unsupported(std::string("gemm tile ") + gemm_tile_name(g.tile) + ": this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");
 #endif
 }
@@ -541,7 +550,10 @@ Status activation_stage(const StageContext& c);
 
 Status gemm1_activation_stage(const StageContext& c) {
   GemmArgs a = gemm_args(c, true);
-  if (is_sm90_tile(a.tile)) {  // no activation epilogue: the two stages one after the other
+  if (is_sm90_tile(a.tile)) {
+    // Interleaved gate/up rows: each thread's accumulators hold a gate and its up, so the epilogue
+    // activates them (sm90_gated_epilogue.cuh). Concatenated ones lie a tile apart: the two stages.
+    if (a.gated && a.interleaved) return sm90_gemm(c, a, c.buffers.gemm2_in.data(), /*gated=*/true);
     MOEKIT_RETURN_IF_ERROR(gemm1_stage(c));
     return activation_stage(c);
   }

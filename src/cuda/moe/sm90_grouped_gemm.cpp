@@ -7,6 +7,7 @@
 
 #include "cuda/moe/sm90_grouped_gemm.h"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
+#include "moekit/moe_problem.h"
 
 namespace moekit::cuda::moe {
 
@@ -70,8 +71,21 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   if (a.max_rows == 0) return Status::Ok();
   if (a.type != Elem::kBF16 && a.type != Elem::kF16)
     return Status::Unsupported(std::string("sm90 grouped GEMM: input type ") + sm90::elem_name(a.type) + " (bf16 or f16 only)");
+  if (a.gated_activation >= 0) {
+    if (!activation_is_gated(static_cast<Activation>(a.gated_activation)))
+      return Status::InvalidArgument("sm90 grouped GEMM: gated_activation=" + std::to_string(a.gated_activation) +
+                                     " is not a gated activation");
+    if (a.d_type != a.type)
+      return Status::Unsupported(std::string("sm90 grouped GEMM: the gated epilogue writes the input type (") +
+                                 sm90::elem_name(a.type) + "), not d_type=" + sm90::elem_name(a.d_type));
+    if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
+      return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
+  }
   Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
-  with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });
+  if (a.gated_activation >= 0)
+    with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(a, stream); });
+  else
+    with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });
   return st;
 }
 

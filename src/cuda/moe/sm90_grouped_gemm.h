@@ -45,6 +45,14 @@ struct Sm90GemmArgs {
   int64_t max_rows = 0;       // rows of A and D (the bound on offsets[experts])
   int64_t n = 0;              // % 8 == 0
   int64_t k = 0;              // % 8 == 0
+  // gemm1 with its gated activation in the epilogue (gated_activation: a gated moekit::Activation;
+  // -1 for a plain GEMM). B's gate and up rows are interleaved (gate j at row 2j, up j at 2j + 1) and
+  // D gets act(gate + bias, up + bias) for each row: n / 2 columns, row stride n / 2, in the input
+  // type (d_type == type). The bias, if any, is [experts, n] (interleaved like B) of bias_type.
+  int gated_activation = -1;
+  float alpha = 1.0f, limit = 0.0f;  // kSwiGLUClamped's
+  const void* bias = nullptr;
+  Elem bias_type = Elem::kF32;
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)

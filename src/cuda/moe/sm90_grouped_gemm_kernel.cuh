@@ -41,6 +41,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "cuda/cuda_check.h"
+#include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
@@ -89,8 +90,11 @@ struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
   using ClusterShape = Shape<_1, _2, _1>;
 };
 
-template <typename ElementAB, typename ElementD, class Traits>
+// Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
+// from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false>
 struct Config {
+  static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
   using ClusterShape = typename Traits::ClusterShape;
   using KernelSchedule = typename Traits::KernelSchedule;
@@ -103,11 +107,14 @@ struct Config {
   using ElementAccumulator = float;
 
   // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using PlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
       void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
+  using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
+      GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
+  using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
@@ -155,7 +162,7 @@ struct ScratchLayout {
 
 // Fills group e's problem shape, pointers and strides from the expert offsets (one thread a group).
 template <class Cfg, typename ElementAB, typename ElementD>
-__global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k,
+__global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k, int n_out,
                                     const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
@@ -168,13 +175,13 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
   shapes[e] = UnderlyingShape{static_cast<int>(end - begin), n, k};
   ptr_a[e] = a + begin * k;
   ptr_b[e] = b + static_cast<int64_t>(e) * n * k;
-  ptr_d[e] = d + begin * n;
+  ptr_d[e] = d + begin * n_out;
   typename Cfg::StrideA sa{};
   get<0>(sa) = k;  // (M, K, L): row stride K
   typename Cfg::StrideB sb{};
   get<0>(sb) = k;  // (N, K, L): row stride K
   typename Cfg::StrideD sd{};
-  get<0>(sd) = n;  // (M, N, L): row stride N
+  get<0>(sd) = n_out;  // (M, N, L): row stride n, or n / 2 after the gated epilogue
   stride_a[e] = sa;
   stride_b[e] = sb;
   stride_d[e] = sd;
@@ -183,7 +190,7 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
 template <class Cfg>
 typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shapes, void* ptr_a, void* stride_a,
                                              void* ptr_b, void* stride_b, void* ptr_d, void* stride_d,
-                                             int sm_count) {
+                                             int sm_count, const Sm90GemmArgs* gated = nullptr) {
   using Gemm = typename Cfg::Gemm;
   using ElementAB = typename Gemm::ElementA;
   using ElementD = typename Gemm::GemmKernel::ElementD;
@@ -198,17 +205,25 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
   args.mainloop.dB = static_cast<typename Cfg::StrideB*>(stride_b);
-  auto& fusion = args.epilogue.thread;
-  fusion.alpha = 1.0f;
-  fusion.beta = 0.0f;
-  fusion.alpha_ptr = nullptr;
-  fusion.beta_ptr = nullptr;
-  args.epilogue.ptr_C = nullptr;
-  // C is void: its stride is never read, but give it a valid array of the right shape anyway.
-  if constexpr (std::is_same_v<typename Cfg::StrideC, typename Cfg::StrideD>)
-    args.epilogue.dC = static_cast<typename Cfg::StrideC*>(stride_d);
-  else
-    args.epilogue.dC = nullptr;
+  if constexpr (Cfg::kGated) {
+    args.epilogue.activation = gated ? gated->gated_activation : 0;
+    args.epilogue.alpha = gated ? gated->alpha : 1.0f;
+    args.epilogue.limit = gated ? gated->limit : 0.0f;
+    args.epilogue.bias = gated ? gated->bias : nullptr;
+    args.epilogue.bias_type = gated ? gated->bias_type : Elem::kF32;
+  } else {
+    auto& fusion = args.epilogue.thread;
+    fusion.alpha = 1.0f;
+    fusion.beta = 0.0f;
+    fusion.alpha_ptr = nullptr;
+    fusion.beta_ptr = nullptr;
+    args.epilogue.ptr_C = nullptr;
+    // C is void: its stride is never read, but give it a valid array of the right shape anyway.
+    if constexpr (std::is_same_v<typename Cfg::StrideC, typename Cfg::StrideD>)
+      args.epilogue.dC = static_cast<typename Cfg::StrideC*>(stride_d);
+    else
+      args.epilogue.dC = nullptr;
+  }
   args.epilogue.ptr_D = static_cast<ElementD**>(ptr_d);
   args.epilogue.dD = static_cast<typename Cfg::StrideD*>(stride_d);
   args.hw_info = hw_info;
@@ -223,9 +238,9 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
-template <typename ElementAB, typename ElementD, class Traits>
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Config<ElementAB, ElementD, Traits>;
+  using Cfg = Config<ElementAB, ElementD, Traits, Gated>;
   using Gemm = typename Cfg::Gemm;
 
   const ScratchLayout lay(a.experts);
@@ -249,13 +264,14 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   const int blocks = (a.experts + kThreads - 1) / kThreads;
   setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
       a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k),
+      static_cast<int>(Gated ? a.n / 2 : a.n),
       static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
       static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
       static_cast<typename Cfg::StrideD*>(stride_d));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
-  auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count);
+  auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
   Gemm gemm;
   cutlass::Status st = gemm.can_implement(args);
   if (st != cutlass::Status::kSuccess)
@@ -287,6 +303,19 @@ Status launch_tile(const Sm90GemmArgs& a, void* stream) {
                              elem_name(a.type) + " inputs");
 }
 
+// The gated epilogue writes the input type only (the next GEMM's operand).
+template <Sm90Tile T>
+Status launch_gated_tile(const Sm90GemmArgs& a, void* stream) {
+  using Traits = TileTraits<T>;
+  if (a.type == Elem::kBF16 && a.d_type == Elem::kBF16)
+    return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true>(a, stream);
+  if (a.type == Elem::kF16 && a.d_type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits, true>(a, stream);
+  return Status::Unsupported(std::string("sm90 grouped GEMM, gated epilogue: output type ") + elem_name(a.d_type) + " for " +
+                             elem_name(a.type) + " inputs (the gated epilogue writes the input type)");
+}
+
+// The gated configurations need no more workspace than the plain ones (the same mainloop
+// descriptors, no store descriptors); launch_typed checks the size either way.
 template <Sm90Tile T>
 size_t tile_scratch_bytes(int experts, int sm_count) {
   // The workspace is per SM (two mainloop descriptors and one per epilogue warpgroup store, no

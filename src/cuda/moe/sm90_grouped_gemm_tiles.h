@@ -13,6 +13,10 @@ namespace moekit::cuda::moe::sm90 {
 template <Sm90Tile T>
 Status launch_tile(const Sm90GemmArgs& a, void* stream);
 
+// The same with the gated-activation epilogue (a.gated_activation >= 0; 16-bit D of the input type).
+template <Sm90Tile T>
+Status launch_gated_tile(const Sm90GemmArgs& a, void* stream);
+
 // The scratch tile T needs for `experts` groups on `sm_count` SMs.
 template <Sm90Tile T>
 size_t tile_scratch_bytes(int experts, int sm_count);
