@@ -99,6 +99,63 @@ class GatedEpilogueArray {
   CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK blk_shape_mnk,
                                  BlockCoordMNKL blk_coord_mnkl, cute::Tensor<FrgEngine, FrgLayout> const& acc,
                                  TiledMma tiled_mma, ResidueMNK, int thread_idx, char*) {
+    // The epilogue is straight-line code (the accumulators are registers, so its loops unroll) run
+    // once per tile, and an instruction run once costs about 3 ns of fetch (docs/perf-notes.md step
+    // 8 a): so the activation and the bias's type are chosen here, once, and each tile runs only the
+    // compact body of its own case.
+    const auto a = static_cast<Activation>(params.activation);
+    const bool f32 = params.bias_type == Elem::kF32;
+    if (a == Activation::kSwiGLU) {
+      if (params.bias == nullptr) return body<Act::kSwiGLU, Bias::kNone>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+      if (f32) return body<Act::kSwiGLU, Bias::kF32>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+      return body<Act::kSwiGLU, Bias::k16>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+    }
+    if (a == Activation::kSwiGLUClamped) {
+      if (params.bias == nullptr) return body<Act::kClamped, Bias::kNone>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+      if (f32) return body<Act::kClamped, Bias::kF32>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+      return body<Act::kClamped, Bias::k16>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+    }
+    body<Act::kOther, Bias::kAny>(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
+  }
+
+ private:
+  // kSwiGLU and kClamped (GPT-OSS) with the fast exponential and division (the result is rounded to
+  // 16 bits); kOther: the GeGLU variants through activation.cuh's gated_act, as the unfused kernel.
+  enum class Act { kSwiGLU, kClamped, kOther };
+  // The bias: none, float32, 16-bit (bf16 or f16), or any of them chosen per element (kOther).
+  enum class Bias { kNone, kF32, k16, kAny };
+
+  template <Act A>
+  CUTLASS_DEVICE float activate(float gate, float up) const {
+    if constexpr (A == Act::kSwiGLU) {
+      return __fdividef(gate, 1.0f + __expf(-gate)) * up;
+    } else if constexpr (A == Act::kClamped) {
+      const float g = fminf(gate, params.limit);
+      const float u = fminf(fmaxf(up, -params.limit), params.limit);
+      return (u + 1.0f) * __fdividef(g, 1.0f + __expf(-params.alpha * g));
+    } else {
+      return gated_act(params.activation, gate, up, params.alpha, params.limit);
+    }
+  }
+
+  template <Bias B>
+  CUTLASS_DEVICE float bias_at(int64_t i) const {
+    if constexpr (B == Bias::kF32) {
+      return static_cast<const float*>(params.bias)[i];
+    } else if constexpr (B == Bias::k16) {
+      const uint16_t u = static_cast<const uint16_t*>(params.bias)[i];
+      return params.bias_type == Elem::kBF16 ? __uint_as_float(static_cast<uint32_t>(u) << 16)
+                                             : __half2float(__ushort_as_half(u));
+    } else {
+      return load_bias(params.bias, params.bias_type, i);
+    }
+  }
+
+  template <Act A, Bias B, class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine,
+            class FrgLayout, class TiledMma>
+  CUTLASS_DEVICE void body(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK blk_shape_mnk,
+                           BlockCoordMNKL blk_coord_mnkl, cute::Tensor<FrgEngine, FrgLayout> const& acc,
+                           TiledMma tiled_mma, int thread_idx) const {
     using namespace cute;
     static_assert(is_static<FrgLayout>::value, "the accumulator layout must be static");
     // (VEC, MMA_M, MMA_N) with VEC = (2 adjacent columns, 2 rows 8 apart, G groups 8 columns apart).
@@ -127,29 +184,32 @@ class GatedEpilogueArray {
     cutlass::NumericArrayConverter<ElementD, float, 4> to_out;
 
     CUTLASS_PRAGMA_UNROLL
-    for (int mm = 0; mm < MmaM; ++mm) {
+    for (int nn = 0; nn < MmaN; ++nn) {
       CUTLASS_PRAGMA_UNROLL
-      for (int nn = 0; nn < MmaN; ++nn) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int v1 = 0; v1 < 2; ++v1) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int h = 0; h < G / 4; ++h) {
-            // o[j]: this thread's output of group 4h + j (output column (gate column) / 2).
-            float o[4];
+      for (int h = 0; h < G / 4; ++h) {
+        // The biases of this thread's four gate/up column pairs (the same for every row it holds).
+        float bg[4] = {}, bu[4] = {};
+        if constexpr (B != Bias::kNone) {
+          if (B != Bias::kAny || params.bias != nullptr) {
             CUTLASS_PRAGMA_UNROLL
             for (int j = 0; j < 4; ++j) {
-              const int g = 4 * h + j;
-              float gate = acc(at(0, v1, g, mm, nn));
-              float up = acc(at(1, v1, g, mm, nn));
-              if (params.bias != nullptr) {
-                const int col = static_cast<int>(get<1>(tCcD(at(0, v1, g, mm, nn))));
-                if (col < N) {
-                  gate += load_bias(params.bias, params.bias_type, bias_base + col);
-                  up += load_bias(params.bias, params.bias_type, bias_base + col + 1);
-                }
+              const int col = static_cast<int>(get<1>(tCcD(at(0, 0, 4 * h + j, 0, nn))));
+              if (col < N) {
+                bg[j] = bias_at<B>(bias_base + col);
+                bu[j] = bias_at<B>(bias_base + col + 1);
               }
-              o[j] = gated_act(params.activation, gate, up, params.alpha, params.limit);
             }
+          }
+        }
+        CUTLASS_PRAGMA_UNROLL
+        for (int mm = 0; mm < MmaM; ++mm) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int v1 = 0; v1 < 2; ++v1) {
+            // o[j]: this thread's output of group 4h + j (output column = gate column / 2).
+            float o[4];
+            CUTLASS_PRAGMA_UNROLL
+            for (int j = 0; j < 4; ++j)
+              o[j] = activate<A>(acc(at(0, v1, 4 * h + j, mm, nn)) + bg[j], acc(at(1, v1, 4 * h + j, mm, nn)) + bu[j]);
             // Transpose inside the quad: lane q ends with the four outputs of group 4h + q.
             auto pick = [&](int i) { return i == 0 ? o[0] : i == 1 ? o[1] : i == 2 ? o[2] : o[3]; };
             const float r1 = __shfl_xor_sync(0xffffffffu, pick(q ^ 1), 1);
@@ -178,7 +238,6 @@ class GatedEpilogueArray {
     }
   }
 
- private:
   Params params;
 };
 
