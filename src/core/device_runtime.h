@@ -14,6 +14,10 @@ Status device_malloc(void** ptr, size_t bytes, int device_index);
 void device_free(void* ptr, int device_index) noexcept;
 // Synchronous copy of `bytes` between any two of host and CUDA memory.
 Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+// Synchronous copy of `height` rows of `width` bytes, `spitch` / `dpitch` bytes apart (cudaMemcpy2D),
+// between any two of host and CUDA memory.
+Status memcpy2d_sync(void* dst, size_t dpitch, Device dst_device, const void* src, size_t spitch, Device src_device,
+                     size_t width, size_t height);
 // Waits for all work queued on the device.
 Status device_sync(int device_index);
 

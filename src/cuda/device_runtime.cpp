@@ -32,6 +32,14 @@ Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_dev
   return Status::Ok();
 }
 
+Status memcpy2d_sync(void* dst, size_t dpitch, Device dst_device, const void* src, size_t spitch, Device src_device,
+                     size_t width, size_t height) {
+  const cudaMemcpyKind kind = dst_device.is_cpu() ? (src_device.is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
+                                                  : (src_device.is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
+  return Status::Ok();
+}
+
 Status device_sync(int device_index) {
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());

@@ -11,6 +11,7 @@
 
 #include "cpu/naive_moe.h"
 #include "moe_case.h"
+#include "moekit/gate_up_layout.h"
 #include "moekit/layer_copy.h"
 #include "moekit/random_layer.h"
 #include "moekit/runner.h"
@@ -207,6 +208,25 @@ TEST(MoeCuda, StreamTilesAtEveryKSplit) {
     wide.choice.knobs = {{"gemm1.tile", "stream_n16k128"}, {"gemm2.tile", "stream_n16k128"}, {"gemm1.split", split}, {"gemm2.split", split}};
     expect_within_tolerance(wide, ++seed);
   }
+}
+
+// interleave_gate_up on device memory (cudaMemcpy2D) moves the same bytes as on the host.
+TEST(MoeCuda, InterleaveGateUpOnTheDevice) {
+  MOEKIT_REQUIRE_GPU();
+  auto host = Tensor::empty(DType::kBF16, {3, 10, 24});
+  ASSERT_TRUE(host.ok());
+  fill_uniform(*host, 1.0, 7, 0);
+  auto dev = Tensor::empty(DType::kBF16, {3, 10, 24}, Device::cuda());
+  ASSERT_TRUE(dev.ok());
+  ASSERT_TRUE(copy_tensor(*dev, *host).ok());
+  auto want = interleave_gate_up(*host);
+  auto got_dev = interleave_gate_up(*dev);
+  ASSERT_TRUE(want.ok() && got_dev.ok()) << got_dev.status().to_string();
+  EXPECT_TRUE(got_dev->device().is_cuda());
+  auto got = Tensor::empty(DType::kBF16, {3, 10, 24});
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(copy_tensor(*got, *got_dev).ok());
+  EXPECT_EQ(std::memcmp(got->data(), want->data(), static_cast<size_t>(want->storage_bytes())), 0);
 }
 
 TEST(MoeCuda, DeterministicModeIsBitwiseStable) {
