@@ -32,7 +32,12 @@ std::vector<double> to_doubles(const TensorView& device) {
   return v;
 }
 
-void poison(const TensorView& t) { ASSERT_EQ(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())), cudaSuccess); }
+// cudaMemset runs on the legacy stream and returns before it is done: wait, so that work the test
+// then queues on its own non-blocking stream never races the poison.
+void poison(const TensorView& t) {
+  ASSERT_EQ(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
 
 // ---- errors ---------------------------------------------------------------------------------------
 Errors measure(const std::vector<double>& ref, const std::vector<double>& got, const std::vector<double>& naive, DType dtype) {

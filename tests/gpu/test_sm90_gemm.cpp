@@ -437,6 +437,7 @@ TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
   std::vector<float> got(static_cast<size_t>(max_rows * n));
   for (const auto* off : {&off1, &off2}) {
     MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off->data(), doff.bytes, cudaMemcpyHostToDevice));
+    MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());  // the copy's DMA may outlast cudaMemcpy; the graph runs on `stream`
     fill_nan(dd.p, got.size(), stream);
     MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
     MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
