@@ -5,7 +5,7 @@
 # poison with cudaMemset (asynchronous), both on the legacy stream, then replayed the graph on a
 # non-blocking stream that does not wait for them; three tests sharing the GPU made the copy slow
 # enough to lose. This build waits for the legacy stream in memcpy_sync / memcpy2d_sync and after
-# the poison. Build every gpu test; the failing test 20 times in three concurrent processes; then
+# the poison. Build every gpu test; the failing test 8 times in three concurrent processes; then
 # ctest -L gpu -j 3 again.
 set -uo pipefail
 COMMIT=$1
@@ -21,10 +21,10 @@ mkdir -p "$OUT/r"
 SECONDS=0
 T=build/device/tests/gpu/test_moe_cuda
 for i in 1 2 3; do
-  $T --gtest_filter='MoeCuda.GraphReplaysWithNewRouting' --gtest_repeat=20 > "$OUT/r/replays-$i.txt" 2>&1 &
+  $T --gtest_filter='MoeCuda.GraphReplaysWithNewRouting' --gtest_repeat=8 > "$OUT/r/replays-$i.txt" 2>&1 &
 done
 wait
-echo "== 3 x 20 concurrent replays (${SECONDS}s)"; grep -h -c "^\[       OK \]" "$OUT"/r/replays-*.txt | tr '\n' ' '; grep -h "FAILED  \]\|Failure" "$OUT"/r/replays-*.txt | sort | uniq -c | head
+echo "== 3 x 8 concurrent replays (${SECONDS}s)"; grep -h -c "^\[       OK \]" "$OUT"/r/replays-*.txt | tr '\n' ' '; grep -h "FAILED  \]\|Failure" "$OUT"/r/replays-*.txt | sort | uniq -c | head
 SECONDS=0
 ctest --test-dir build/device -L gpu -j 3 --output-on-failure > "$OUT/r/ctest-gpu.txt" 2>&1
 echo "# ctest ${SECONDS}s"; grep -E "tests passed|Failed|FAILED|\*\*\*|Total Test" "$OUT/r/ctest-gpu.txt" | head -20
