@@ -9,6 +9,7 @@
 #include "io/checkpoint_loader.h"
 #include "io/json_file.h"
 #include "moekit/float_formats.h"
+#include "moekit/gate_up_layout.h"
 #include "moekit/safetensors.h"
 
 namespace moekit {
@@ -61,6 +62,43 @@ Status check_problem(const io::LayerConfig& c, const MoeProblem& p) {
   return Status::Ok();
 }
 
+// CheckpointOptions::gate_up: W13 (and gemm1's bias) converted where the loader holds its own copy;
+// the stacked concatenated copies are dropped for the interleaved ones.
+Status apply_gate_up(const CheckpointOptions& options, MoeLayerCheckpoint& out, std::vector<Tensor>& owned) {
+  MoeProblem& p = out.problem;
+  if (!options.gate_up || *options.gate_up == p.gate_up_layout) return Status::Ok();
+  const std::string_view want = gate_up_layout_name(*options.gate_up);
+  if (!activation_is_gated(p.activation.kind))
+    return Status::InvalidArgument(fmt::format("gate_up={}: the activation {} is not gated, so W13 has no gate and up rows", want,
+                                               activation_name(p.activation.kind)));
+  if (*options.gate_up == GateUpLayout::kConcatenated)
+    return Status::Unsupported("gate_up=concatenated: this checkpoint's W13 is interleaved, and moekit converts only to interleaved");
+  if (p.quant != QuantScheme::kNone)
+    return Status::Unsupported(fmt::format("gate_up=interleaved: quant={} scales W13 by blocks of rows, which interleaving would split; "
+                                           "only unquantized layers convert",
+                                           quant_scheme_name(p.quant)));
+  auto replace = [&](TensorView& field, const char* name) -> Status {
+    if (!field.defined()) return Status::Ok();
+    auto moved = interleave_gate_up(field);
+    if (!moved.ok()) return moved.status().with_context(name);
+    const void* old = field.data();
+    std::erase_if(owned, [&](const Tensor& t) { return t.data() == old; });
+    field = moved->view();
+    owned.push_back(std::move(moved).value());
+    for (auto& s : out.sources)
+      if (s.field == name) {
+        s.source += ", interleaved at load";
+        s.copied = true;
+      }
+    return Status::Ok();
+  };
+  MOEKIT_RETURN_IF_ERROR(replace(out.weights.w13, "w13"));
+  MOEKIT_RETURN_IF_ERROR(replace(out.weights.w13_bias, "w13_bias"));
+  p.gate_up_layout = GateUpLayout::kInterleaved;
+  out.notes.push_back("w13 interleaved at load (gate i at row 2i, up i at row 2i + 1; CheckpointOptions::gate_up)");
+  return Status::Ok();
+}
+
 Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const CheckpointOptions& options) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(path, ec);
@@ -105,6 +143,7 @@ Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const Che
   auto act = resolve_activation_dtype(*cfg, options, out);
   if (!act.ok()) return act.status();
   p.activation_dtype = *act;
+  MOEKIT_RETURN_IF_ERROR(apply_gate_up(options, out, loader.owned()));
 
   auto storage = std::make_shared<CheckpointStorage>();
   storage->files = ckpt->opened_files();

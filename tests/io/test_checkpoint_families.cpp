@@ -156,6 +156,74 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   }, kNmseBf16);
 }
 
+// CheckpointOptions::gate_up = kInterleaved: W13's rows interleaved at load, the layer unchanged.
+TEST(CheckpointMixtral, GateUpInterleavedAtLoad) {
+  const Sizes s{.E = 4, .K = 2, .H = 64, .I = 32};
+  CheckpointWriter w;
+  testing::add_mixtral_layer(w, 0, s);
+  w.write_config(testing::mixtral_config(s, 1));
+  w.write();
+  CheckpointOptions o;
+  o.gate_up = GateUpLayout::kInterleaved;
+  const MoeLayerCheckpoint layer = load_ok(w.path(), 0, o);
+  EXPECT_EQ(layer.problem.gate_up_layout, GateUpLayout::kInterleaved);
+  ASSERT_EQ(testing::shape_of(layer.weights.w13), (std::vector<int64_t>{4, 64, 64}));
+  const std::string pre = "model.layers.0.block_sparse_moe.";
+  const int64_t row = s.H * 2;  // bytes of one bf16 row
+  for (int e = 0; e < 4; ++e) {
+    const std::string ex = fmt::format("{}experts.{}.", pre, e);
+    const auto* gate = static_cast<const char*>(w[ex + "w1.weight"].data());
+    const auto* up = static_cast<const char*>(w[ex + "w3.weight"].data());
+    const auto* got = static_cast<const char*>(layer.weights.w13.data()) + e * 2 * s.I * row;
+    for (int64_t i = 0; i < s.I; ++i) {
+      EXPECT_EQ(std::memcmp(got + 2 * i * row, gate + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " gate row " << i;
+      EXPECT_EQ(std::memcmp(got + (2 * i + 1) * row, up + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " up row " << i;
+    }
+  }
+  ASSERT_NE(source(layer, "w13"), nullptr);
+  EXPECT_EQ(source(layer, "w13")->source, pre + "experts.{0..3}.{w1,w3}.weight (gate rows, then up rows), interleaved at load");
+  EXPECT_TRUE(has_note(layer, "w13 interleaved at load"));
+  EXPECT_EQ(layer.storage->owned.size(), 2u) << "w13's concatenated copy is dropped: the interleaved W13 and w2 remain";
+  expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
+    return hf::combine(hf::softmax_topk(logits, 2, /*renormalize=*/true), 64, [&](int e) {
+      const std::string ex = fmt::format("{}experts.{}.", pre, e);
+      return hf::swiglu_expert(hf::matrix(w[ex + "w1.weight"]), hf::matrix(w[ex + "w3.weight"]), hf::matrix(w[ex + "w2.weight"]), x);
+    });
+  }, kNmseBf16);
+}
+
+// What gate_up cannot do: split fp8 block scales, or undo GPT-OSS's interleave.
+TEST(CheckpointGateUp, ConversionsThatCannotBeMadeAreRefused) {
+  {
+    const Sizes s{.E = 4, .K = 2, .H = 256, .I = 128};
+    CheckpointWriter w;
+    testing::add_mlp_experts(w, 0, s, /*fp8=*/true);
+    w.add("model.layers.0.mlp.gate.e_score_correction_bias", DType::kF32, {s.E}, -0.1, 0.1);
+    w.write_config(testing::deepseek_v3_config(s, 1, /*first_k_dense=*/0, /*n_group=*/2, /*topk_group=*/1));
+    w.write();
+    CheckpointOptions o;
+    o.gate_up = GateUpLayout::kInterleaved;
+    auto r = load_moe_layer(w.path(), 0, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(r.status().message().find("gate_up=interleaved: quant=fp8_block"), std::string::npos) << r.status().to_string();
+  }
+  {
+    const Sizes s{.E = 4, .K = 2, .H = 64, .I = 24};
+    CheckpointWriter w;
+    testing::add_gpt_oss_layer(w, 0, s, /*mxfp4=*/false);
+    w.write_config(testing::gpt_oss_config(s, 1, /*mxfp4=*/false));
+    w.write();
+    CheckpointOptions o;
+    o.gate_up = GateUpLayout::kConcatenated;
+    auto r = load_moe_layer(w.path(), 0, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("gate_up=concatenated"), std::string::npos) << r.status().to_string();
+    o.gate_up = GateUpLayout::kInterleaved;  // already so: nothing to do
+    EXPECT_TRUE(load_moe_layer(w.path(), 0, o).ok());
+  }
+}
+
 // ---- Qwen2-MoE / Qwen3-MoE -------------------------------------------------------------------------
 
 TokenOracle qwen_oracle(const CheckpointWriter& w, int layer, const Sizes& s, bool renormalize, double scale = 1.0) {

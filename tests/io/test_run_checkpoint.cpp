@@ -25,7 +25,9 @@ int moekit_cli(const std::string& args) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-void expect_cli_matches_reference(const CheckpointWriter& w, int layer_index, int64_t T) {
+// `extra`: more CLI options; the library side loads the layer as it is, so options that must not change
+// the output (--gate-up) are checked bit for bit too.
+void expect_cli_matches_reference(const CheckpointWriter& w, int layer_index, int64_t T, const std::string& extra = "") {
   auto layer = load_moe_layer(w.path(), layer_index);
   ASSERT_TRUE(layer.ok()) << layer.status().to_string();
   const MoeProblem& p = layer->problem;
@@ -35,8 +37,8 @@ void expect_cli_matches_reference(const CheckpointWriter& w, int layer_index, in
   const auto out_path = w / "out.npy";
   ASSERT_TRUE(write_npy(in_path, hidden.view()).ok());
 
-  ASSERT_EQ(moekit_cli(fmt::format("run --checkpoint {} --layer {} --input {} --output {} --backend cpu --refcheck", w.path().string(),
-                                   layer_index, in_path.string(), out_path.string())),
+  ASSERT_EQ(moekit_cli(fmt::format("run --checkpoint {} --layer {} --input {} --output {} --backend cpu --refcheck{}", w.path().string(),
+                                   layer_index, in_path.string(), out_path.string(), extra)),
             0);
   auto got = read_npy(out_path);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
@@ -69,6 +71,15 @@ TEST(RunCheckpoint, DeepSeekV3Fp8BlockLayer) {
   w.write_config(testing::deepseek_v3_config(s, 2, /*first_k_dense=*/1, /*n_group=*/2, /*topk_group=*/1));
   w.write();
   expect_cli_matches_reference(w, 1, 7);
+}
+
+TEST(RunCheckpoint, MixtralLayerInterleavedAtLoad) {
+  const Sizes s{.E = 4, .K = 2, .H = 64, .I = 32};
+  CheckpointWriter w;
+  testing::add_mixtral_layer(w, 0, s);
+  w.write_config(testing::mixtral_config(s, 1));
+  w.write();
+  expect_cli_matches_reference(w, 0, 5, " --gate-up interleaved");
 }
 
 TEST(RunCheckpoint, GptOssMxfp4Layer) {
