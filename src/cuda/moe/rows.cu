@@ -24,6 +24,16 @@ using detail::to_float;
 constexpr int kThreads = 256;
 
 // ---- expand ----------------------------------------------------------------------------------------
+// A 16-byte chunk of eight 16-bit elements, each multiplied by w (apply_router_weight_on_input).
+template <typename T>
+__device__ __forceinline__ uint4 scaled(uint4 v, float w) {
+  static_assert(sizeof(T) == 2, "eight elements a 16-byte chunk");
+  T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = from_float<T>(to_float(e[i]) * w);
+  return v;
+}
+
 // One block per row; 16-byte chunks (H % 8 == 0 is a CUDA-backend requirement).
 template <typename T>
 __global__ void expand_kernel(ExpandArgs a) {
@@ -34,15 +44,7 @@ __global__ void expand_kernel(ExpandArgs a) {
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const T*>(a.hidden) + a.row_source[r] * H);
   uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(a.out) + r * H);
   const float w = a.weight_on_input ? a.row_weight[r] : 1.0f;
-  for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) {
-    uint4 v = src[c];
-    if (a.weight_on_input) {
-      T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) e[i] = from_float<T>(to_float(e[i]) * w);
-    }
-    dst[c] = v;
-  }
+  for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) dst[c] = a.weight_on_input ? scaled<T>(src[c], w) : src[c];
 }
 
 // By token: a block per token reads the token's row once and writes it to each row routed from it.
@@ -73,15 +75,8 @@ __global__ void expand_by_token_kernel(ExpandArgs a) {
     __syncthreads();
     for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) {
       const uint4 v = src[c];
-      for (int i = 0; i < n; ++i) {
-        uint4 out = v;
-        if (a.weight_on_input) {
-          T* e = reinterpret_cast<T*>(&out);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) e[j] = from_float<T>(to_float(e[j]) * weight[i]);
-        }
-        reinterpret_cast<uint4*>(static_cast<T*>(a.out) + dst_row[i] * H)[c] = out;
-      }
+      for (int i = 0; i < n; ++i)
+        reinterpret_cast<uint4*>(static_cast<T*>(a.out) + dst_row[i] * H)[c] = a.weight_on_input ? scaled<T>(v, weight[i]) : v;
     }
   }
 }
