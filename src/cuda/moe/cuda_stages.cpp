@@ -87,9 +87,9 @@ int device_compute_capability() {
   return cc;
 }
 
-// Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, on a Hopper GPU. It has no bias
-// epilogue: after it, the activation and finalize kernels add the biases (activation_stage,
-// finalize_stage).
+// Whether the CUTLASS sm_90a GEMM can run here: built for sm_90a, on a Hopper GPU. Its only bias is
+// gemm1's in the gated epilogue (interleaved gate/up rows); otherwise the activation and finalize
+// kernels add the biases after it (activation_stage, finalize_stage).
 bool sm90_gemm_available(int compute_capability) {
 #if MOEKIT_HAS_SM90_GEMM
   return compute_capability == 90;

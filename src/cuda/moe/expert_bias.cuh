@@ -1,7 +1,7 @@
 // Per-expert biases on the device: one element of a bias tensor of any element type, and the local
 // expert that owns a row of the expert-grouped buffers. The GEMM epilogues add the bias themselves;
-// the sm_90a kernel has no bias epilogue, so after it the activation and finalize kernels add it,
-// finding each row's expert from the expert offsets.
+// the sm_90a kernel adds none (except gemm1's in its gated epilogue), so after it the activation and
+// finalize kernels add it, finding each row's expert from the expert offsets.
 #pragma once
 
 #include <cuda_bf16.h>

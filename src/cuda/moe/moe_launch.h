@@ -175,7 +175,8 @@ enum class Epilogue : uint8_t {
 
 // The tile shapes the grouped GEMM is built for. The names are the tuning knob values.
 // kSm90* are the CUTLASS sm_90a kernel (sm90_grouped_gemm.h) in its configurations (Sm90Tile): 16-bit
-// output, no bias, no epilogue fusion; the stages add the activation or finalize kernel after it.
+// output without the bias, then the stages' activation or finalize kernel; the one fused epilogue is
+// gemm1's gated activation with its bias, for interleaved gate/up rows (sm90_gated_epilogue.cuh).
 // kStreamN* are the weight-streaming kernel (stream_gemm.cuh) for 8, 16 or 32 routed rows per CTA.
 enum class GemmTile : uint8_t {
   kM16N64,

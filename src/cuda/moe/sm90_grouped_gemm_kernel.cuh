@@ -1,7 +1,8 @@
 // The sm_90a grouped GEMM's CUTLASS side: one configuration per Sm90Tile (tile shape, schedule,
-// cluster), the per-group setup kernel, and the launch. Included only by sm90_tile_instance.cu, which
-// CMake compiles once per tile (MOEKIT_SM90_TILE) so that the CUTLASS instantiations, about a minute
-// of nvcc each, build in parallel.
+// cluster) and epilogue (a plain TMA store, or the gated activation of sm90_gated_epilogue.cuh), the
+// per-group setup kernel, and the launch. Included only by sm90_tile_instance.cu, which CMake compiles
+// twice per tile (MOEKIT_SM90_TILE, MOEKIT_SM90_GATED) so that the CUTLASS instantiations, about a
+// minute of nvcc each, build in parallel.
 //
 // What the host passes to CUTLASS (checked against CUTLASS 4.2.0's code):
 //  - GroupProblemShape{experts, device shapes, host shapes = nullptr}. Without host shapes the group
