@@ -25,11 +25,16 @@ void device_free(void* ptr, int device_index) noexcept {
   if (cudaSetDevice(device_index) == cudaSuccess) (void)cudaFree(ptr);
 }
 
+namespace {
+cudaMemcpyKind copy_kind(Device dst_device, Device src_device) {
+  return dst_device.is_cpu() ? (src_device.is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
+                             : (src_device.is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);
+}
+
 // cudaMemcpy returns before a device-to-device copy, or the DMA of a copy from pageable host memory,
 // has finished (the CUDA runtime's "API synchronization behavior"): work a caller then queues on a
 // non-blocking stream, which does not wait for the legacy stream, could read the old bytes. Waiting
 // for the legacy stream, where the copy runs, makes these copies synchronous as their names say.
-namespace {
 Status finish_copy() {
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cudaStreamLegacy));
   return Status::Ok();
@@ -37,17 +42,13 @@ Status finish_copy() {
 }  // namespace
 
 Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
-  const cudaMemcpyKind kind = dst_device.is_cpu() ? (src_device.is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
-                                                  : (src_device.is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, kind));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, copy_kind(dst_device, src_device)));
   return finish_copy();
 }
 
 Status memcpy2d_sync(void* dst, size_t dpitch, Device dst_device, const void* src, size_t spitch, Device src_device,
                      size_t width, size_t height) {
-  const cudaMemcpyKind kind = dst_device.is_cpu() ? (src_device.is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
-                                                  : (src_device.is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, copy_kind(dst_device, src_device)));
   return finish_copy();
 }
 
