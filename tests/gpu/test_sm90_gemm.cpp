@@ -158,8 +158,33 @@ std::string tile_label(Sm90Tile t) {
     case Sm90Tile::kM128N256C1x2: return "128x256 1x2";
     case Sm90Tile::kM64N128C1x1: return "64x128 1x1";
     case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
+    case Sm90Tile::kM128N128C1x1: return "128x128 1x1";
   }
   return "tile " + std::to_string(static_cast<int>(t));
+}
+
+// The arguments every case fills the same way: the tile, the operands, the offsets and the scratch.
+struct Operands {
+  const DeviceBuffer &a, &b, &d, &offsets, &scratch;
+};
+Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type, int experts, int64_t max_rows, int64_t n,
+                       int64_t k) {
+  Sm90GemmArgs args;
+  args.tile = tile;
+  args.type = type;
+  args.a = o.a.p;
+  args.b = o.b.p;
+  args.d = o.d.p;
+  args.d_type = d_type;
+  args.expert_offsets = static_cast<const int64_t*>(o.offsets.p);
+  args.experts = experts;
+  args.max_rows = max_rows;
+  args.n = n;
+  args.k = k;
+  args.scratch = o.scratch.p;
+  args.scratch_bytes = o.scratch.bytes;
+  args.sm_count = sm_count();
+  return args;
 }
 
 void run_case(const Case& c) {
@@ -188,21 +213,7 @@ void run_case(const Case& c) {
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
 
-  Sm90GemmArgs args;
-  args.tile = c.tile;
-  args.type = c.type;
-  args.a = da.p;
-  args.b = db.p;
-  args.d = dd.p;
-  args.d_type = Elem::kF32;
-  args.expert_offsets = static_cast<const int64_t*>(doff.p);
-  args.experts = c.experts;
-  args.max_rows = max_rows;
-  args.n = c.n;
-  args.k = c.k;
-  args.scratch = scratch.p;
-  args.scratch_bytes = scratch_bytes;
-  args.sm_count = sms;
+  const Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -296,26 +307,12 @@ void run_gated_case(const GatedCase& c) {
   std::vector<uint16_t> got(static_cast<size_t>(max_rows * inter), poison);
   MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got.data(), dd.bytes, cudaMemcpyHostToDevice));
 
-  Sm90GemmArgs args;
-  args.tile = c.tile;
-  args.type = c.type;
-  args.a = da.p;
-  args.b = db.p;
-  args.d = dd.p;
-  args.d_type = c.type;
-  args.expert_offsets = static_cast<const int64_t*>(doff.p);
-  args.experts = c.experts;
-  args.max_rows = max_rows;
-  args.n = c.n;
-  args.k = c.k;
+  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, c.type, c.experts, max_rows, c.n, c.k);
   args.gated_activation = static_cast<int>(c.act);
   args.alpha = params.alpha;
   args.limit = params.limit;
   args.bias = c.bias ? dbias.p : nullptr;
   args.bias_type = Elem::kF32;
-  args.scratch = scratch.p;
-  args.scratch_bytes = scratch_bytes;
-  args.sm_count = sms;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -361,19 +358,7 @@ TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   DeviceBuffer buf(1 << 20), doff(5 * 8), scratch(scratch_bytes);
   ASSERT_TRUE(buf.p && doff.p && scratch.p);
   MOEKIT_ASSERT_CUDA(cudaMemset(doff.p, 0, doff.bytes));
-  Sm90GemmArgs args;
-  args.type = Elem::kBF16;
-  args.a = args.b = buf.p;
-  args.d = buf.p;
-  args.d_type = Elem::kBF16;
-  args.expert_offsets = static_cast<const int64_t*>(doff.p);
-  args.experts = 4;
-  args.max_rows = 8;
-  args.n = 272;
-  args.k = 264;
-  args.scratch = scratch.p;
-  args.scratch_bytes = scratch_bytes;
-  args.sm_count = sms;
+  Sm90GemmArgs args = base_args(Sm90Tile::kM128N256C1x1, Elem::kBF16, {buf, buf, buf, doff, scratch}, Elem::kBF16, 4, 8, 272, 264);
   args.gated_activation = static_cast<int>(Activation::kReLU2);  // not gated
   Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
@@ -410,20 +395,7 @@ TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
 
   cudaStream_t stream;
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Sm90GemmArgs args;
-  args.type = type;
-  args.a = da.p;
-  args.b = db.p;
-  args.d = dd.p;
-  args.d_type = Elem::kF32;
-  args.expert_offsets = static_cast<const int64_t*>(doff.p);
-  args.experts = experts;
-  args.max_rows = max_rows;
-  args.n = n;
-  args.k = k;
-  args.scratch = scratch.p;
-  args.scratch_bytes = scratch_bytes;
-  args.sm_count = sms;
+  const Sm90GemmArgs args = base_args(Sm90Tile::kM128N256C1x1, type, {da, db, dd, doff, scratch}, Elem::kF32, experts, max_rows, n, k);
 
   cudaGraph_t graph = nullptr;
   MOEKIT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));

@@ -18,20 +18,25 @@ namespace moekit::cuda::moe {
 // max_rows). A [max_rows, k] row-major; B [experts, n, k] row-major (each expert's weight is n x k,
 // k contiguous: a "TN" GEMM); D [max_rows, n] row-major. Rows of D past offsets[experts] are not
 // written. Experts with zero rows are skipped.
-// The kernel's configurations: two tile shapes, each with two cluster shapes.
+// The kernel's configurations: three tile shapes, the first two with two cluster shapes.
 //   kM128N256  128 x 256 x 64 tiles, cooperative schedule (two consumer warpgroups on one tile);
 //   kM64N128   64 x 128 x 128 tiles, ping-pong schedule (two consumer warpgroups on alternate
 //              tiles, one's epilogue under the other's mainloop): for a few dozen rows per expert,
 //              where a 128-row tile would be mostly padding.
+//   kM128N128  128 x 128 x 128 tiles, cooperative: up to 128 rows an expert in one M tile (each
+//              weight tile read by one CTA), with kM64N128's k-block. A stage reads 128 weight rows x
+//              256 contiguous bytes; kM128N256's reads 256 rows x 128 bytes, and in the memory-bound
+//              middle that streamed the weights at 84-89% of the read bandwidth where kM64N128 reached
+//              95% (H100, docs/perf-notes.md step 18).
 // C1x2 clusters multicast each A (routed rows) tile to the two CTAs of an M tile; C1x1 multicasts
 // nothing. No 2 x 1 cluster (each B tile multicast to the two CTAs of an N tile, the shape PyTorch's
 // grouped_mm builds): CUTLASS's group scheduler rounds each expert's tiles up to the cluster along
 // each mode and runs the padding tiles in full, so 2 x 1 computes an empty M tile for every expert
 // with an odd M-tile count (every expert below one tile of rows). It measured slower than 1 x 1 or
 // 1 x 2 at every point tried on the H200 (docs/perf-notes.md step 14).
-enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2 };
+enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1 };
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
-                                             Sm90Tile::kM64N128C1x2};
+                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1};
 
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;

@@ -90,6 +90,13 @@ struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
   using TileShape = Shape<_64, _128, _128>;
   using ClusterShape = Shape<_1, _2, _1>;
 };
+// 128 rows like kM128N256, with a k-block of 128 like kM64N128: each stage reads 256 contiguous bytes
+// of every weight row it touches, not 128 (sm90_grouped_gemm.h says why that matters).
+template <>
+struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
+  using TileShape = Shape<_128, _128, _128>;
+  using ClusterShape = Shape<_1, _1, _1>;
+};
 
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
