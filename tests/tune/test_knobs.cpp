@@ -119,6 +119,33 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   EXPECT_NE(qwen.second, sm90_tile);
 }
 
+// Above 32 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements take
+// the 128 x 128 tile (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows; 3.1M and 1.6M) both,
+// GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); not at 32 rows (Qwen3 T=512) or 128
+// (Qwen3 T=2048), nor DeepSeek-V3 T=1024 (29M and 15M) or Mixtral T=256 (117M and 59M).
+TEST(Knobs, SmallExpertsAt33To64RowsTakeThe128x128Tile) {
+  if (!default_registry().has_backend(BackendKind::kCuda)) GTEST_SKIP() << "no CUDA backend in this build";
+  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
+  const auto space = knob_space({qwen3(), 1024, {}}, sm90);
+  const auto& names = find(space, "gemm1.tile")->values;
+  if (std::find(names.begin(), names.end(), "sm90_m128n128k128_c1x1") == names.end())
+    GTEST_SKIP() << "the sm_90a kernels are not in this build";
+  auto tiles = [&](const char* preset, int64_t tokens) {
+    MoeProblem p = find_preset(preset)->problem;
+    p.quant = QuantScheme::kNone;
+    const auto space = knob_space({p, tokens, {}}, sm90);
+    return std::pair<std::string, std::string>{find(space, "gemm1.tile")->heuristic, find(space, "gemm2.tile")->heuristic};
+  };
+  const std::string mid = "sm90_m128n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
+  EXPECT_EQ(tiles("qwen3-30b-a3b", 1024), std::make_pair(mid, mid));
+  EXPECT_EQ(tiles("qwen3-30b-a3b", 600), std::make_pair(mid, mid));
+  EXPECT_EQ(tiles("qwen3-30b-a3b", 512), std::make_pair(small, small));
+  EXPECT_EQ(tiles("qwen3-30b-a3b", 2048), std::make_pair(large, large));
+  EXPECT_EQ(tiles("gpt-oss-120b", 2048), std::make_pair(large, mid));
+  EXPECT_EQ(tiles("deepseek-v3", 1024), std::make_pair(large, large));
+  EXPECT_EQ(tiles("mixtral-8x7b", 256), std::make_pair(large, large));
+}
+
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {
   const DeviceTarget cpu = *DeviceTarget::named("cpu");
   const MoeProblem p = qwen3();
