@@ -23,6 +23,20 @@ using detail::to_float;
 
 constexpr int kThreads = 256;
 
+// A block's walk over the dest rows [begin, end) of one token or output row, kPassRows at a time:
+// before each pass the block stages, for each row of the pass, what stage(i, dest_rows[begin + ...])
+// puts into its shared arrays, so that body(n)'s loads for the pass's n rows do not wait on one another.
+template <int kPassRows, class Stage, class Body>
+__device__ __forceinline__ void in_staged_passes(const int64_t* dest_rows, int64_t begin, int64_t end, Stage stage, Body body) {
+  for (int64_t base = begin; base < end; base += kPassRows) {
+    const int n = end - base < kPassRows ? static_cast<int>(end - base) : kPassRows;
+    __syncthreads();  // the previous pass has read the shared arrays
+    for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) stage(i, dest_rows[base + i]);
+    __syncthreads();
+    body(n);
+  }
+}
+
 // ---- expand ----------------------------------------------------------------------------------------
 // A 16-byte chunk of eight 16-bit elements, each multiplied by w (apply_router_weight_on_input).
 template <typename T>
@@ -64,21 +78,19 @@ __global__ void expand_by_token_kernel(ExpandArgs a) {
   const int64_t begin = a.dest_offsets[t * g], end = a.dest_offsets[(t + 1) * g];
   const int64_t H = a.hidden_size;
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const T*>(a.hidden) + t * H);
-  for (int64_t base = begin; base < end; base += kExpandRows) {
-    const int n = end - base < kExpandRows ? static_cast<int>(end - base) : kExpandRows;
-    __syncthreads();
-    for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) {
-      const int64_t r = a.dest_rows[base + i];
-      dst_row[i] = r;
-      weight[i] = a.weight_on_input ? a.row_weight[r] : 1.0f;
-    }
-    __syncthreads();
-    for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) {
-      const uint4 v = src[c];
-      for (int i = 0; i < n; ++i)
-        reinterpret_cast<uint4*>(static_cast<T*>(a.out) + dst_row[i] * H)[c] = a.weight_on_input ? scaled<T>(v, weight[i]) : v;
-    }
-  }
+  in_staged_passes<kExpandRows>(
+      a.dest_rows, begin, end,
+      [&](int i, int64_t r) {
+        dst_row[i] = r;
+        weight[i] = a.weight_on_input ? a.row_weight[r] : 1.0f;
+      },
+      [&](int n) {
+        for (int64_t c = threadIdx.x; c < H / 8; c += blockDim.x) {
+          const uint4 v = src[c];
+          for (int i = 0; i < n; ++i)
+            reinterpret_cast<uint4*>(static_cast<T*>(a.out) + dst_row[i] * H)[c] = a.weight_on_input ? scaled<T>(v, weight[i]) : v;
+        }
+      });
 }
 
 // ---- activation ------------------------------------------------------------------------------------
@@ -184,29 +196,27 @@ __global__ void finalize_kernel(FinalizeArgs a) {
   const int64_t H = a.hidden;
   const int64_t c = kActCols * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
   float acc[kActCols] = {};
-  for (int64_t base = begin; base < end; base += kFinalizeRows) {
-    const int n = end - base < kFinalizeRows ? static_cast<int>(end - base) : kFinalizeRows;
-    __syncthreads();
-    for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) {
-      const int64_t r = a.dest_rows[base + i];
-      src[i] = r;
-      factor[i] = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
-      if (a.bias.data) bias_base[i] = static_cast<int64_t>(expert_of_row(a.bias.expert_offsets, a.bias.experts, r)) * H;
-    }
-    __syncthreads();
-    if (c >= H) continue;
+  in_staged_passes<kFinalizeRows>(
+      a.dest_rows, begin, end,
+      [&](int i, int64_t r) {
+        src[i] = r;
+        factor[i] = a.scale * (a.use_weights ? a.row_weight[r] : 1.0f);
+        if (a.bias.data) bias_base[i] = static_cast<int64_t>(expert_of_row(a.bias.expert_offsets, a.bias.experts, r)) * H;
+      },
+      [&](int n) {
+        if (c >= H) return;  // after the staging: every thread helps stage and reaches the barriers
 #pragma unroll 4
-    for (int i = 0; i < n; ++i) {
-      const float f = factor[i];
-      float y[kActCols];
-      load_cols<kActCols>(static_cast<const TRow*>(a.rows) + src[i] * H + c, y);
+        for (int i = 0; i < n; ++i) {
+          const float f = factor[i];
+          float y[kActCols];
+          load_cols<kActCols>(static_cast<const TRow*>(a.rows) + src[i] * H + c, y);
 #pragma unroll
-      for (int j = 0; j < kActCols; ++j) {
-        if (a.bias.data) y[j] += load_bias(a.bias.data, a.bias.type, bias_base[i] + c + j);
-        acc[j] = fmaf(f, y[j], acc[j]);
-      }
-    }
-  }
+          for (int j = 0; j < kActCols; ++j) {
+            if (a.bias.data) y[j] += load_bias(a.bias.data, a.bias.type, bias_base[i] + c + j);
+            acc[j] = fmaf(f, y[j], acc[j]);
+          }
+        }
+      });
   if (c < H) store_cols(static_cast<T*>(a.out) + o * H + c, acc);
 }
 
