@@ -89,23 +89,29 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
 }
 
+// Whether this build can plan the sm_90a kernel on sm_90 (a CUDA backend built with MOEKIT_HAS_SM90_GEMM).
+bool sm90_tiles_built() {
+  if (!default_registry().has_backend(BackendKind::kCuda)) return false;
+  const auto space = knob_space({qwen3(), 1024, {}}, *DeviceTarget::named("sm90"));
+  const auto& names = find(space, "gemm1.tile")->values;
+  return std::find(names.begin(), names.end(), "sm90_m128n256k64_c1x1") != names.end();
+}
+
+// The heuristic's gemm1 and gemm2 tiles on sm_90 for a public preset (unquantized) at T tokens.
+std::pair<std::string, std::string> sm90_heuristic_tiles(const char* preset, int64_t tokens) {
+  MoeProblem p = find_preset(preset)->problem;
+  p.quant = QuantScheme::kNone;
+  const auto space = knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
+  return {find(space, "gemm1.tile")->heuristic, find(space, "gemm2.tile")->heuristic};
+}
+
 // On sm_90 the heuristic takes the sm_90a kernel from 64 routed rows (kSm90MinRows) for large experts
 // (N x K >= kSm90LargeExpert), above 64 for the others: DeepSeek-V3 T=8 (64 rows; N x K = 29M and
 // 15M) and Mixtral T=32 (64 rows; 117M and 59M) take it, Mixtral T=16 (32 rows) does not; at GPT-OSS
 // T=16 (64 rows) gemm1 (17M) takes it, gemm2 (8.3M) does not; Qwen3 T=8 (64 rows; 3.1M, 1.6M) not.
 TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
-  if (!default_registry().has_backend(BackendKind::kCuda)) GTEST_SKIP() << "no CUDA backend in this build";
-  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
-  const auto qwen_space = knob_space({qwen3(), 8, {}}, sm90);
-  const auto& names = find(qwen_space, "gemm1.tile")->values;
-  if (std::find(names.begin(), names.end(), "sm90_m128n256k64_c1x1") == names.end())
-    GTEST_SKIP() << "the sm_90a kernels are not in this build";
-  auto tiles = [&](const char* preset, int64_t tokens) {
-    MoeProblem p = find_preset(preset)->problem;
-    p.quant = QuantScheme::kNone;
-    const auto space = knob_space({p, tokens, {}}, sm90);
-    return std::pair<std::string, std::string>{find(space, "gemm1.tile")->heuristic, find(space, "gemm2.tile")->heuristic};
-  };
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  const auto tiles = sm90_heuristic_tiles;
   const std::string sm90_tile = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_EQ(tiles("mixtral-8x7b", 32), std::make_pair(sm90_tile, sm90_tile));
@@ -124,18 +130,8 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
 // GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); not at 32 rows (Qwen3 T=512) or 128
 // (Qwen3 T=2048), nor DeepSeek-V3 T=1024 (29M and 15M) or Mixtral T=256 (117M and 59M).
 TEST(Knobs, SmallExpertsAt33To64RowsTakeThe128x128Tile) {
-  if (!default_registry().has_backend(BackendKind::kCuda)) GTEST_SKIP() << "no CUDA backend in this build";
-  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
-  const auto space = knob_space({qwen3(), 1024, {}}, sm90);
-  const auto& names = find(space, "gemm1.tile")->values;
-  if (std::find(names.begin(), names.end(), "sm90_m128n128k128_c1x1") == names.end())
-    GTEST_SKIP() << "the sm_90a kernels are not in this build";
-  auto tiles = [&](const char* preset, int64_t tokens) {
-    MoeProblem p = find_preset(preset)->problem;
-    p.quant = QuantScheme::kNone;
-    const auto space = knob_space({p, tokens, {}}, sm90);
-    return std::pair<std::string, std::string>{find(space, "gemm1.tile")->heuristic, find(space, "gemm2.tile")->heuristic};
-  };
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  const auto tiles = sm90_heuristic_tiles;
   const std::string mid = "sm90_m128n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("qwen3-30b-a3b", 1024), std::make_pair(mid, mid));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 600), std::make_pair(mid, mid));
