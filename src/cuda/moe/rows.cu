@@ -24,8 +24,9 @@ using detail::to_float;
 constexpr int kThreads = 256;
 
 // A block's walk over the dest rows [begin, end) of one token or output row, kPassRows at a time:
-// before each pass the block stages, for each row of the pass, what stage(i, dest_rows[begin + ...])
-// puts into its shared arrays, so that body(n)'s loads for the pass's n rows do not wait on one another.
+// before each pass the block's threads call stage(i, r) for the pass's i-th dest row r, which puts
+// what the pass needs of it into shared arrays; then body(n) runs over the pass's n rows, whose loads
+// no longer wait on one another (expand by token and finalize).
 template <int kPassRows, class Stage, class Body>
 __device__ __forceinline__ void in_staged_passes(const int64_t* dest_rows, int64_t begin, int64_t end, Stage stage, Body body) {
   for (int64_t base = begin; base < end; base += kPassRows) {
