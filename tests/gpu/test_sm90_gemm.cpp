@@ -159,7 +159,6 @@ std::string tile_label(Sm90Tile t) {
     case Sm90Tile::kM64N128C1x1: return "64x128 1x1";
     case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
     case Sm90Tile::kM128N128C1x1: return "128x128 1x1";
-    case Sm90Tile::kM128N256K32C1x1: return "128x256x32 1x1";
   }
   return "tile " + std::to_string(static_cast<int>(t));
 }

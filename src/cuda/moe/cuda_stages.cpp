@@ -299,8 +299,7 @@ constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, Ge
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
 // The sm_90a kernel's configurations (Hopper builds; biases go to the activation and finalize kernels).
 constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M128N256C1x2, GemmTile::kSm90M64N128C1x1,
-                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N128C1x1,
-                                   GemmTile::kSm90M128N256K32C1x1};
+                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N128C1x1};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
@@ -448,7 +447,6 @@ Sm90Tile sm90_tile_of(GemmTile t) {
     case GemmTile::kSm90M64N128C1x1: return Sm90Tile::kM64N128C1x1;
     case GemmTile::kSm90M64N128C1x2: return Sm90Tile::kM64N128C1x2;
     case GemmTile::kSm90M128N128C1x1: return Sm90Tile::kM128N128C1x1;
-    case GemmTile::kSm90M128N256K32C1x1: return Sm90Tile::kM128N256K32C1x1;
     default: return Sm90Tile::kM128N256C1x1;
   }
 }

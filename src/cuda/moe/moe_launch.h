@@ -189,7 +189,6 @@ enum class GemmTile : uint8_t {
   kSm90M64N128C1x1,
   kSm90M64N128C1x2,
   kSm90M128N128C1x1,
-  kSm90M128N256K32C1x1,
   kStreamN8,
   kStreamN16,
   kStreamN32,

@@ -37,7 +37,6 @@ bool with_tile(Sm90Tile t, F&& f) {
     case Sm90Tile::kM64N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x1>{}); return true;
     case Sm90Tile::kM64N128C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x2>{}); return true;
     case Sm90Tile::kM128N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N128C1x1>{}); return true;
-    case Sm90Tile::kM128N256K32C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N256K32C1x1>{}); return true;
   }
   return false;
 }

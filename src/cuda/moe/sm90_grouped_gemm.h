@@ -34,9 +34,9 @@ namespace moekit::cuda::moe {
 // each mode and runs the padding tiles in full, so 2 x 1 computes an empty M tile for every expert
 // with an odd M-tile count (every expert below one tile of rows). It measured slower than 1 x 1 or
 // 1 x 2 at every point tried on the H200 (docs/perf-notes.md step 14).
-enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1, kM128N256K32C1x1 };
+enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1 };
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
-                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM128N256K32C1x1};
+                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1};
 
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;

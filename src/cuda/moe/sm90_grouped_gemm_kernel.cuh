@@ -97,13 +97,6 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
   using TileShape = Shape<_128, _128, _128>;
   using ClusterShape = Shape<_1, _1, _1>;
 };
-// kM128N256 with half the k-block: twice the stages of half the bytes, so that the two stages the
-// consumers hold (the one in the MMA, the one waiting to be released) leave more bytes in flight.
-template <>
-struct TileTraits<Sm90Tile::kM128N256K32C1x1> : Cooperative {
-  using TileShape = Shape<_128, _256, _32>;
-  using ClusterShape = Shape<_1, _1, _1>;
-};
 
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
