@@ -35,6 +35,7 @@ struct RunOptions {
   int64_t tokens = 32;
   uint64_t seed = 1;
   std::string backend = "auto";
+  std::string choice;       // knob values, "NAME=VALUE;..." (KernelChoice), as `moekit explain --choice` shows them
   int iters = 1;
   bool refcheck = false;
   bool biases = false;
@@ -104,6 +105,8 @@ int run(const RunOptions& o) {
   auto fusions = o.problem.fusion_controls();
   if (!fusions.ok()) return fail(fusions.status());
   if (o.iters < 1) return fail(Status::InvalidArgument(fmt::format("--iters={} must be >= 1", o.iters)));
+  auto knobs = KernelChoice::parse(o.choice);
+  if (!knobs.ok()) return fail(knobs.status().with_context("--choice"));
 
   // The layer: a checkpoint's, or a preset / explicit shape with random weights.
   auto t0 = std::chrono::steady_clock::now();
@@ -142,7 +145,7 @@ int run(const RunOptions& o) {
   }
   if (tokens < 0) return fail(Status::InvalidArgument(fmt::format("--tokens={} must be >= 0", tokens)));
 
-  auto runner = MoeRunner::create(p, {.backend = *backend, .fusions = *fusions});
+  auto runner = MoeRunner::create(p, {.backend = *backend, .fusions = *fusions, .choice = *knobs});
   if (!runner.ok()) return fail(runner.status());
 
   auto layer = make_random_layer(p, {.num_tokens = tokens, .seed = o.seed, .biases = o.biases && !ckpt, .inputs_only = ckpt.has_value()});
@@ -236,8 +239,9 @@ int run(const RunOptions& o) {
   if (ckpt) source = fmt::format(" --checkpoint {} --layer {}{}", o.checkpoint, o.layer, o.model_type.empty() ? "" : " --model-type " + o.model_type);
   if (!o.input.empty()) source += " --input " + o.input;
   if (!o.output.empty()) source += " --output " + o.output;
-  const std::string repro = fmt::format("moekit run{} --tokens {} --seed {} --backend {} --iters {}{}{}", source, tokens, o.seed, o.backend,
-                                        o.iters, o.refcheck ? " --refcheck" : "", o.biases ? " --biases" : "");
+  const std::string repro = fmt::format("moekit run{} --tokens {} --seed {} --backend {} --iters {}{}{}{}", source, tokens, o.seed, o.backend,
+                                        o.iters, o.refcheck ? " --refcheck" : "", o.biases ? " --biases" : "",
+                                        o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
 
   if (o.json) {
     nlohmann::ordered_json j;
@@ -293,6 +297,7 @@ CommandAction add_run_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of the random weights and inputs");
   cmd->add_option("--backend", opts->backend, "auto (the GPU when present), cpu, cuda");
   cmd->add_option("--iters", opts->iters, "timed runs (the median is reported)");
+  cmd->add_option("--choice", opts->choice, "knob values NAME=VALUE;... for the plan (moekit explain lists the knobs), checked like a tuned row");
   cmd->add_flag("--refcheck", opts->refcheck, "compare with the CPU reference (exit code 3 when over tolerance)");
   cmd->add_flag("--biases", opts->biases, "random gemm1/gemm2 biases");
   cmd->add_flag("--json", opts->json, "print JSON");
