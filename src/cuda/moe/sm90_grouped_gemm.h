@@ -24,10 +24,10 @@ namespace moekit::cuda::moe {
 //              tiles, one's epilogue under the other's mainloop): for a few dozen rows per expert,
 //              where a 128-row tile would be mostly padding.
 //   kM128N128  128 x 128 x 128 tiles, cooperative: up to 128 rows an expert in one M tile (each
-//              weight tile read by one CTA), with kM64N128's k-block. A stage reads 128 weight rows x
-//              256 contiguous bytes; kM128N256's reads 256 rows x 128 bytes, and in the memory-bound
-//              middle that streamed the weights at 84-89% of the read bandwidth where kM64N128 reached
-//              95% (H100, docs/perf-notes.md step 18).
+//              weight tile read by one CTA), with kM64N128's k-block. Built to test whether reading
+//              256 contiguous bytes of each weight row a stage (kM128N256 reads 128) streams the
+//              weights faster: it does not (H100, docs/perf-notes.md step 18). It wins for small
+//              experts at 33-64 rows each (Qwen3 T=1024 -4%), where the heuristic takes it.
 // C1x2 clusters multicast each A (routed rows) tile to the two CTAs of an M tile; C1x1 multicasts
 // nothing. No 2 x 1 cluster (each B tile multicast to the two CTAs of an N tile, the shape PyTorch's
 // grouped_mm builds): CUTLASS's group scheduler rounds each expert's tiles up to the cluster along

@@ -90,8 +90,8 @@ struct TileTraits<Sm90Tile::kM64N128C1x2> : PingPong {
   using TileShape = Shape<_64, _128, _128>;
   using ClusterShape = Shape<_1, _2, _1>;
 };
-// 128 rows like kM128N256, with a k-block of 128 like kM64N128: each stage reads 256 contiguous bytes
-// of every weight row it touches, not 128 (sm90_grouped_gemm.h says why that matters).
+// 128 rows like kM128N256, with a k-block of 128 like kM64N128 (sm90_grouped_gemm.h says where it
+// wins).
 template <>
 struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
   using TileShape = Shape<_128, _128, _128>;
