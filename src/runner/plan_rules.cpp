@@ -107,11 +107,13 @@ Decision routing_prologue_fusion(const RuleInput& in) {
   return on(__func__, "each token is routed and its rows counted in the same pass");
 }
 
-// On a Hopper GPU the plan's GEMM tile may be the CUTLASS sm_90a kernel's, which has no epilogue
-// fusion: the fused step then runs two kernels. The rules cannot see the tile (a backend knob chosen
-// after them), so the reason says so.
+// On a Hopper GPU the plan's GEMM tile may be the CUTLASS sm_90a kernel's. The rules cannot see the
+// tile (a backend knob chosen after them), so reasons that depend on it say what such a tile does.
+bool may_run_sm90_tile(const RuleInput& in) { return in.device.compute_capability == 90; }
+
+// A fusion the sm_90a kernel has no epilogue for: with its tile the fused step runs two kernels.
 std::string hopper_note(const RuleInput& in, std::string_view what) {
-  if (in.device.compute_capability != 90) return "";
+  if (!may_run_sm90_tile(in)) return "";
   return fmt::format(" (with an sm_90a tile, which has no such epilogue, the step runs {})", what);
 }
 
@@ -125,7 +127,7 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
   if (activation_is_gated(in.problem.activation.kind)) {
     // The sm_90a kernel's epilogue sees gate j and up j together only where W13 interleaves them.
     const bool interleaved = in.problem.gate_up_layout == GateUpLayout::kInterleaved;
-    std::string hopper = in.device.compute_capability != 90 ? ""
+    std::string hopper = !may_run_sm90_tile(in) ? ""
                          : interleaved ? " (sm_90a tiles too: the gate/up rows are interleaved)"
                                        : " (sm_90a tiles need interleaved gate/up rows: here gemm1, then the activation kernel)";
     return on(__func__, is_cuda(in) ? "each gemm1 tile loads gate and up weight rows in pairs, so the epilogue computes the gated activation" + hopper
