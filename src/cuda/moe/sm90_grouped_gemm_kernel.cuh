@@ -44,6 +44,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
+#include "cuda/moe/sm90_mainloop.cuh"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
 #error "the sm_90a grouped GEMM needs CUDA >= 12.3 (CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)"
@@ -100,7 +101,10 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
-template <typename ElementAB, typename ElementD, class Traits, bool Gated = false>
+// Mainloop wraps CUTLASS's collective mainloop (sm90_mainloop.cuh): as it is, or with an L2
+// prefetch of the weights ahead of the shared-memory pipeline.
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
+          template <class> class Mainloop = PlainMainloop>
 struct Config {
   static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
@@ -124,12 +128,13 @@ struct Config {
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
   using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
 
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
       kAlignAB, ElementAccumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
+  using CollectiveMainloop = Mainloop<BuiltMainloop>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
@@ -246,9 +251,10 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
-template <typename ElementAB, typename ElementD, class Traits, bool Gated = false>
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
+          template <class> class Mainloop = PlainMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Config<ElementAB, ElementD, Traits, Gated>;
+  using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
 
   const ScratchLayout lay(a.experts);

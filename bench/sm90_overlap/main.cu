@@ -1,0 +1,256 @@
+// sm90_overlap: times the overlap experiment's variants (overlap_variants.h) of the gated sm_90a
+// grouped GEMM on one synthetic gemm1 (E experts of `rows` routed rows each, W13 [E, n, k]
+// interleaved), checks each variant's output against the first one's, and writes the traced
+// variant's per-stage timestamps. An experiment (docs/perf-notes.md step 19), not a product: built
+// with -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
+//
+//   sm90_overlap --experts 1 --rows 64 --n 131072 --k 768 --variants 0,1,3 [--rounds 3] [--reps 20]
+//                [--trace FILE]
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "overlap_variants.h"
+
+namespace moekit::bench_overlap {
+
+#define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
+DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9)
+#undef DECLARE
+
+Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
+  switch (id) {
+    case 0: return run_variant_0(a, s);
+    case 1: return run_variant_1(a, s);
+    case 2: return run_variant_2(a, s);
+    case 3: return run_variant_3(a, s);
+    case 4: return run_variant_4(a, s);
+    case 5: return run_variant_5(a, s);
+    case 6: return run_variant_6(a, s);
+    case 7: return run_variant_7(a, s);
+    case 8: return run_variant_8(a, s);
+    case 9: return run_variant_9(a, s);
+    default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
+  }
+}
+
+namespace {
+
+#define CHECK_CUDA(x)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      return 1;                                                                                \
+    }                                                                                          \
+  } while (0)
+#define CHECK_STATUS(x)                                               \
+  do {                                                                \
+    Status s_ = (x);                                                  \
+    if (!s_.ok()) {                                                   \
+      std::fprintf(stderr, "%s: %s\n", #x, s_.message().c_str());     \
+      return 1;                                                       \
+    }                                                                 \
+  } while (0)
+
+__global__ void fill_random(__nv_bfloat16* x, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    x[i] = __float2bfloat16((static_cast<float>(h & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f) * scale);
+  }
+}
+
+struct Options {
+  int experts = 1;
+  int64_t rows = 64, n = 131072, k = 768;
+  std::vector<int> variants = {0};
+  int rounds = 3, reps = 20;
+  std::string trace;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      return false;
+    }
+    const char* v = argv[++i];
+    if (a == "--experts") o.experts = std::atoi(v);
+    else if (a == "--rows") o.rows = std::atoll(v);
+    else if (a == "--n") o.n = std::atoll(v);
+    else if (a == "--k") o.k = std::atoll(v);
+    else if (a == "--rounds") o.rounds = std::atoi(v);
+    else if (a == "--reps") o.reps = std::atoi(v);
+    else if (a == "--trace") o.trace = v;
+    else if (a == "--variants") {
+      o.variants.clear();
+      for (const char* p = v; *p;) {
+        o.variants.push_back(std::atoi(p));
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return false;
+    }
+  }
+  if (o.experts < 1 || o.rows < 1 || o.n % 16 != 0 || o.k % 8 != 0 || o.rounds < 1 || o.reps < 1) {
+    std::fprintf(stderr, "need experts >= 1, rows >= 1, n %% 16 == 0, k %% 8 == 0, rounds and reps >= 1\n");
+    return false;
+  }
+  for (int v : o.variants)
+    if (v < 0 || v >= kVariantCount) {
+      std::fprintf(stderr, "variant %d does not exist (0..%d)\n", v, kVariantCount - 1);
+      return false;
+    }
+  return true;
+}
+
+int run(const Options& o) {
+  int dev = 0, sms = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t max_rows = o.experts * o.rows;
+  const size_t a_elems = static_cast<size_t>(max_rows) * o.k;
+  const size_t b_elems = static_cast<size_t>(o.experts) * o.n * o.k;
+  const size_t d_elems = static_cast<size_t>(max_rows) * (o.n / 2);
+  __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
+  int64_t* offsets = nullptr;
+  void* scratch = nullptr;
+  const size_t scratch_bytes = size_t{16} << 20;
+  CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
+  CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
+  CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
+  CHECK_CUDA(cudaMalloc(&offsets, (o.experts + 1) * sizeof(int64_t)));
+  CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
+  fill_random<<<1024, 256>>>(a, a_elems, 1u, 1.0f);
+  fill_random<<<4096, 256>>>(b, b_elems, 2u, 0.05f);
+  std::vector<int64_t> h_off(o.experts + 1);
+  for (int e = 0; e <= o.experts; ++e) h_off[e] = e * o.rows;
+  CHECK_CUDA(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+
+  cuda::moe::Sm90GemmArgs args;
+  args.type = cuda::moe::Elem::kBF16;
+  args.d_type = cuda::moe::Elem::kBF16;
+  args.a = a;
+  args.b = b;
+  args.d = d;
+  args.expert_offsets = offsets;
+  args.experts = o.experts;
+  args.max_rows = max_rows;
+  args.n = o.n;
+  args.k = o.k;
+  args.gated_activation = 0;  // SwiGLU
+  args.scratch = scratch;
+  args.scratch_bytes = scratch_bytes;
+  args.sm_count = sms;
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  const double weight_bytes = static_cast<double>(b_elems) * 2;
+  const double flops = 2.0 * max_rows * o.n * o.k;
+  std::printf("# experts %d, rows %lld each, n %lld, k %lld: %.1f MB of weights, %.2f GFLOP; %d SMs\n", o.experts,
+              static_cast<long long>(o.rows), static_cast<long long>(o.n), static_cast<long long>(o.k), weight_bytes / 1e6,
+              flops / 1e9, sms);
+
+  // Correctness: each variant's D against the first variant's, bitwise (the same MMAs in the same
+  // order, except the variants that change the loads or drop the MMAs, whose D is not checked).
+  std::vector<uint16_t> ref(d_elems), out(d_elems);
+  for (size_t vi = 0; vi < o.variants.size(); ++vi) {
+    const int v = o.variants[vi];
+    CHECK_CUDA(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));  // poison: bf16 NaN
+    CHECK_STATUS(run_variant(v, args, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaMemcpy(vi == 0 ? ref.data() : out.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
+    if (vi == 0) {
+      size_t nan = 0;
+      for (uint16_t x : ref) nan += (x & 0x7F80) == 0x7F80 && (x & 0x7F);
+      std::printf("check %-16s NaN or unwritten outputs: %zu of %zu\n", kVariants[v].name, nan, d_elems);
+      continue;
+    }
+    const bool compared = v != 3 && v != 4;
+    size_t diff = 0;
+    for (size_t i = 0; i < d_elems; ++i) diff += ref[i] != out[i];
+    std::printf("check %-16s %s: %zu of %zu outputs differ from %s\n", kVariants[v].name,
+                compared ? "compared" : "not expected to match", diff, d_elems, kVariants[o.variants[0]].name);
+  }
+
+  // Timing: rounds x (every variant in turn: 2 warm-up launches, then reps launches between events).
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::vector<std::vector<double>> us(o.variants.size());
+  for (int r = 0; r < o.rounds; ++r) {
+    for (size_t vi = 0; vi < o.variants.size(); ++vi) {
+      for (int w = 0; w < 2; ++w) CHECK_STATUS(run_variant(o.variants[vi], args, stream));
+      CHECK_CUDA(cudaEventRecord(e0, stream));
+      for (int i = 0; i < o.reps; ++i) CHECK_STATUS(run_variant(o.variants[vi], args, stream));
+      CHECK_CUDA(cudaEventRecord(e1, stream));
+      CHECK_CUDA(cudaEventSynchronize(e1));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      us[vi].push_back(1000.0 * ms / o.reps);
+    }
+  }
+  const double base = *std::min_element(us[0].begin(), us[0].end());
+  std::printf("%-16s %10s %10s %9s %9s %8s\n", "variant", "best_us", "worst_us", "TB/s", "TFLOP/s", "vs_first");
+  for (size_t vi = 0; vi < o.variants.size(); ++vi) {
+    const double best = *std::min_element(us[vi].begin(), us[vi].end());
+    const double worst = *std::max_element(us[vi].begin(), us[vi].end());
+    std::printf("%-16s %10.1f %10.1f %9.2f %9.1f %8.3f\n", kVariants[o.variants[vi]].name, best, worst,
+                weight_bytes / best / 1e6, flops / best / 1e6, best / base);
+  }
+
+  // The trace of variant 5 (one launch, after the timed ones).
+  if (!o.trace.empty()) {
+    const size_t words = static_cast<size_t>(sms) * 2 * kTraceEvents * kTraceWords;
+    uint64_t* buf = nullptr;
+    CHECK_CUDA(cudaMalloc(&buf, words * 8));
+    CHECK_CUDA(cudaMemsetAsync(buf, 0, words * 8, stream));
+    CHECK_STATUS(set_trace_buffer(buf));
+    CHECK_STATUS(run_variant(5, args, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_STATUS(set_trace_buffer(nullptr));
+    std::vector<uint64_t> h(words);
+    CHECK_CUDA(cudaMemcpy(h.data(), buf, words * 8, cudaMemcpyDeviceToHost));
+    FILE* f = std::fopen(o.trace.c_str(), "wb");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", o.trace.c_str());
+      return 1;
+    }
+    const int32_t header[4] = {sms, kTraceEvents, kTraceWords, 0};
+    std::fwrite(header, sizeof(header), 1, f);
+    std::fwrite(h.data(), 8, words, f);
+    std::fclose(f);
+    std::printf("trace: %s (%d CTAs x 2 roles x %d events x %d words)\n", o.trace.c_str(), sms, kTraceEvents, kTraceWords);
+    CHECK_CUDA(cudaFree(buf));
+  }
+  CHECK_CUDA(cudaFree(a));
+  CHECK_CUDA(cudaFree(b));
+  CHECK_CUDA(cudaFree(d));
+  CHECK_CUDA(cudaFree(offsets));
+  CHECK_CUDA(cudaFree(scratch));
+  return 0;
+}
+
+}  // namespace
+}  // namespace moekit::bench_overlap
+
+int main(int argc, char** argv) {
+  moekit::bench_overlap::Options o;
+  if (!moekit::bench_overlap::parse(argc, argv, o)) return 2;
+  return moekit::bench_overlap::run(o);
+}

@@ -1,0 +1,148 @@
+// Experiment-only mainloops for the sm_90a grouped GEMM (docs/perf-notes.md step 19): what a CTA's
+// loads and MMAs do to each other. Each derives from the mainloop CUTLASS builds and redefines its
+// producer (load) or consumer (mma) side; none is part of the library.
+//   NoMma:  the consumers wait for each stage and free it without an MMA (the loads alone).
+//   L2Hot:  the producer loads k-tile 0 of its work tile for every k-tile (the same weight and row
+//           bytes, from L2 after the first), so the MMAs run with their operands close.
+//   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
+//           release written to g_overlap_trace (see trace_layout below).
+#pragma once
+
+#include <cstdint>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "overlap_variants.h"
+
+namespace moekit::bench_overlap {
+
+using namespace cute;
+
+// The trace: per CTA, kTraceEvents events for the producer, then kTraceEvents for consumer
+// warpgroup 0; each event is 4 uint64: {begin, end, third, meta}. Producer: begin = before the
+// stage acquire, end = after the TMA copies are issued, third = globaltimer (ns) at end,
+// meta = k-tile index within the work tile. Consumer: begin = before the full-barrier wait, end =
+// after it (the stage's data arrived), third = after the previous stage's MMAs completed and it
+// was released, meta = the same k-tile index. The event slot is the pipeline's running stage count,
+// so producer event i and consumer event i are the same k-tile.
+// Static: each translation unit has its own (only the traced variant's sets it, through
+// set_trace_buffer in its own file). kTraceEvents, kTraceWords: overlap_variants.h.
+static __device__ uint64_t* g_overlap_trace = nullptr;
+
+CUTLASS_DEVICE uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+CUTLASS_DEVICE uint64_t* trace_event(int role, uint32_t count) {
+  if (g_overlap_trace == nullptr || count >= static_cast<uint32_t>(kTraceEvents)) return nullptr;
+  const size_t cta = blockIdx.x + static_cast<size_t>(blockIdx.y) * gridDim.x;
+  return g_overlap_trace + ((cta * 2 + role) * kTraceEvents + count) * kTraceWords;
+}
+
+// The consumer loop of CUTLASS's mainloop (one MMA batch in flight, a stage released once the
+// next batch is issued and the previous one has completed), with `Hook` called around each
+// stage: Hook::kMma = false skips the MMAs.
+template <class Base, class Hook>
+struct ConsumerLoop : Base {
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(typename Base::MainloopPipeline pipeline, typename Base::PipelineState smem_pipe_read,
+                          FrgTensorC& accum, int k_tile_count, int thread_idx, typename Base::TensorStorage& shared_tensors,
+                          typename Base::Params const&) {
+    using TiledMma = typename Base::TiledMma;
+    cute::Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), typename Base::SmemLayoutA{});
+    cute::Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), typename Base::SmemLayoutB{});
+    constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    Layout wg_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int wg = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thread_mma = tiled_mma.get_slice(wg_layout(wg));
+    cute::Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA, MMA_M, MMA_K, PIPE)
+    cute::Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA, MMA_N, MMA_K, PIPE)
+
+    auto smem_pipe_release = smem_pipe_read;
+    tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+    if constexpr (!Hook::kMma) clear(accum);
+    warpgroup_fence_operand(accum);
+    for (int k = 0; k < k_tile_count; ++k) {
+      const uint64_t t0 = clock64();
+      auto token = pipeline.consumer_try_wait(smem_pipe_read);
+      pipeline.consumer_wait(smem_pipe_read, token);
+      const uint64_t t1 = clock64();
+      const int stage = smem_pipe_read.index();
+      if constexpr (Hook::kMma) {
+        warpgroup_fence_operand(accum);
+        warpgroup_arrive();
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+          cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), accum);
+          tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        }
+        warpgroup_commit_batch();
+      }
+      // Free the previous stage once its MMAs are done; the last stage is mma_tail's to free.
+      if (k > 0) {
+        if constexpr (Hook::kMma) warpgroup_wait<1>();
+        pipeline.consumer_release(smem_pipe_release);
+        ++smem_pipe_release;
+      }
+      if constexpr (Hook::kMma) warpgroup_fence_operand(accum);
+      if (Hook::kTrace && thread_idx == 0) {
+        if (uint64_t* e = trace_event(1, smem_pipe_read.count())) {
+          e[0] = t0;
+          e[1] = t1;
+          e[2] = clock64();
+          e[3] = static_cast<uint64_t>(k);
+        }
+      }
+      ++smem_pipe_read;
+    }
+    warpgroup_fence_operand(accum);
+  }
+};
+
+struct NoMmaHook {
+  static constexpr bool kMma = false, kTrace = false;
+};
+struct TraceHook {
+  static constexpr bool kMma = true, kTrace = true;
+};
+
+template <class Base>
+using NoMma = ConsumerLoop<Base, NoMmaHook>;
+
+// CUTLASS's producer one k-tile at a time, timestamped (Traced) or always at k-tile 0 (L2Hot).
+template <class Base, bool kTrace, bool kHot>
+struct ProducerLoop : Base {
+  template <class TensorA, class TensorB, class TensorMapA, class TensorMapB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(typename Base::Params const& params, typename Base::MainloopPipeline pipeline,
+                           typename Base::PipelineState smem_pipe_write, cute::tuple<TensorA, TensorB> const& inputs,
+                           cute::tuple<TensorMapA, TensorMapB> const& tensormaps, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
+                           typename Base::TensorStorage& shared_tensors) {
+    const KTileIterator first = k_tile_iter;
+    for (int k = 0; k < k_tile_count; ++k) {
+      const uint64_t t0 = clock64();
+      Base::load(params, pipeline, smem_pipe_write, inputs, tensormaps, blk_coord, kHot ? first : k_tile_iter, 1,
+                 thread_idx, block_rank_in_cluster, shared_tensors);
+      if (kTrace && (threadIdx.x % 32) == 0) {
+        if (uint64_t* e = trace_event(0, smem_pipe_write.count())) {
+          e[0] = t0;
+          e[1] = clock64();
+          e[2] = global_ns();
+          e[3] = static_cast<uint64_t>(k);
+        }
+      }
+      ++smem_pipe_write;
+      ++k_tile_iter;
+    }
+  }
+};
+
+template <class Base>
+using L2Hot = ProducerLoop<Base, false, true>;
+template <class Base>
+using Traced = ConsumerLoop<ProducerLoop<Base, true, false>, TraceHook>;
+
+}  // namespace moekit::bench_overlap

@@ -1,0 +1,41 @@
+// The overlap experiment's variants (docs/perf-notes.md step 19): each is one gated sm_90a
+// configuration with one mainloop, built in its own translation unit (variant_instance.cu with
+// MOEKIT_OVERLAP_VARIANT = its id) so that the CUTLASS instantiations compile in parallel.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/moe/sm90_grouped_gemm.h"
+
+namespace moekit::bench_overlap {
+
+struct Variant {
+  int id;
+  const char* name;
+};
+// id: tile, mainloop.
+inline constexpr Variant kVariants[] = {
+    {0, "128x256"},          // kM128N256C1x1, CUTLASS's mainloop
+    {1, "128x256+pf4"},      // L2 prefetch 4 k-tiles ahead
+    {2, "128x256+pf8"},      // 8 ahead
+    {3, "128x256-nomma"},    // the loads alone
+    {4, "128x256-l2hot"},    // the MMAs with k-tile 0's operands for every k-tile
+    {5, "128x256-traced"},   // CUTLASS's loop re-written with timestamps
+    {6, "64x128"},           // kM64N128C1x1 (ping-pong)
+    {7, "64x128+pf4"},
+    {8, "128x128"},          // kM128N128C1x1
+    {9, "128x128+pf4"},
+};
+inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
+
+// The traced variant's buffer: per CTA and role (producer, consumer warpgroup 0) kTraceEvents
+// events of kTraceWords uint64 each (overlap_mainloops.cuh says what they hold).
+constexpr int kTraceEvents = 1024;
+constexpr int kTraceWords = 4;
+
+// Launches variant `id` (gated epilogue; a.d_type == a.type == bf16).
+Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* stream);
+// Points the traced variant's trace at `buffer` (device memory; nullptr stops tracing).
+Status set_trace_buffer(uint64_t* buffer);
+
+}  // namespace moekit::bench_overlap

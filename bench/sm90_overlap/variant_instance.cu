@@ -1,0 +1,61 @@
+// One variant of the overlap experiment (overlap_variants.h), chosen by MOEKIT_OVERLAP_VARIANT:
+// defines run_variant_<id>, which main.cu's run_variant dispatches to.
+#include "cuda/moe/sm90_grouped_gemm_kernel.cuh"
+#include "overlap_mainloops.cuh"
+#include "overlap_variants.h"
+
+#ifndef MOEKIT_OVERLAP_VARIANT
+#error "MOEKIT_OVERLAP_VARIANT must be set (bench/sm90_overlap/CMakeLists.txt)"
+#endif
+
+namespace moekit::bench_overlap {
+
+using namespace cuda::moe::sm90;
+
+#if MOEKIT_OVERLAP_VARIANT == 0
+#define TILE kM128N256C1x1
+#define MAINLOOP PlainMainloop
+#elif MOEKIT_OVERLAP_VARIANT == 1
+#define TILE kM128N256C1x1
+#define MAINLOOP L2Prefetch<4>::Mainloop
+#elif MOEKIT_OVERLAP_VARIANT == 2
+#define TILE kM128N256C1x1
+#define MAINLOOP L2Prefetch<8>::Mainloop
+#elif MOEKIT_OVERLAP_VARIANT == 3
+#define TILE kM128N256C1x1
+#define MAINLOOP NoMma
+#elif MOEKIT_OVERLAP_VARIANT == 4
+#define TILE kM128N256C1x1
+#define MAINLOOP L2Hot
+#elif MOEKIT_OVERLAP_VARIANT == 5
+#define TILE kM128N256C1x1
+#define MAINLOOP Traced
+Status set_trace_buffer(uint64_t* buffer) {
+  if (cudaMemcpyToSymbol(g_overlap_trace, &buffer, sizeof(buffer)) != cudaSuccess)
+    return Status::CudaError("cudaMemcpyToSymbol(g_overlap_trace) failed");
+  return Status::Ok();
+}
+#elif MOEKIT_OVERLAP_VARIANT == 6
+#define TILE kM64N128C1x1
+#define MAINLOOP PlainMainloop
+#elif MOEKIT_OVERLAP_VARIANT == 7
+#define TILE kM64N128C1x1
+#define MAINLOOP L2Prefetch<4>::Mainloop
+#elif MOEKIT_OVERLAP_VARIANT == 8
+#define TILE kM128N128C1x1
+#define MAINLOOP PlainMainloop
+#elif MOEKIT_OVERLAP_VARIANT == 9
+#define TILE kM128N128C1x1
+#define MAINLOOP L2Prefetch<4>::Mainloop
+#else
+#error "unknown MOEKIT_OVERLAP_VARIANT"
+#endif
+
+#define MOEKIT_CAT2(a, b) a##b
+#define MOEKIT_CAT(a, b) MOEKIT_CAT2(a, b)
+Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
+  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, true, MAINLOOP>(
+      a, stream);
+}
+
+}  // namespace moekit::bench_overlap
