@@ -1,7 +1,7 @@
 // Experiment-only mainloops for the sm_90a grouped GEMM (docs/perf-notes.md step 19): what a CTA's
 // loads and MMAs do to each other. Each derives from the mainloop CUTLASS builds and redefines its
 // producer (load) or consumer (mma) side; none is part of the library.
-//   NoMma:  the consumers wait for each stage and free it without an MMA (the loads alone).
+//   NoMma:  the consumers wait for each stage and free it at once, without an MMA (the loads alone).
 //   L2Hot:  the producer loads k-tile 0 of its work tile for every k-tile (the same weight and row
 //           bytes, from L2 after the first), so the MMAs run with their operands close.
 //   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
@@ -82,7 +82,8 @@ struct ConsumerLoop : Base {
         warpgroup_commit_batch();
       }
       // Free the previous stage once its MMAs are done; the last stage is mma_tail's to free.
-      if (k > 0) {
+      // Without MMAs every stage is freed as soon as it arrives (mma_tail then frees nothing).
+      if (!Hook::kMma || k > 0) {
         if constexpr (Hook::kMma) warpgroup_wait<1>();
         pipeline.consumer_release(smem_pipe_release);
         ++smem_pipe_release;
@@ -99,6 +100,11 @@ struct ConsumerLoop : Base {
       ++smem_pipe_read;
     }
     warpgroup_fence_operand(accum);
+  }
+
+  CUTLASS_DEVICE void mma_tail(typename Base::MainloopPipeline pipeline, typename Base::PipelineState smem_pipe_release,
+                               int k_tile_count) {
+    if constexpr (Hook::kMma) Base::mma_tail(pipeline, smem_pipe_release, k_tile_count);
   }
 };
 
