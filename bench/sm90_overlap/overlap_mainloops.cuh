@@ -4,6 +4,10 @@
 //   NoMma:  the consumers wait for each stage and free it at once, without an MMA (the loads alone).
 //   L2Hot:  the producer loads k-tile 0 of its work tile for every k-tile (the same weight and row
 //           bytes, from L2 after the first), so the MMAs run with their operands close.
+//   BulkB:  the weights read as if stored tile by tile: each stage's B tile is one contiguous block
+//           (BLK_N x BLK_K elements, at block n_tile * k_tiles + k_tile of the expert's weight),
+//           fetched with one cp.async.bulk; A as CUTLASS loads it. The bytes land unswizzled, so
+//           the output is wrong: a timing of what a tiled weight layout would stream at.
 //   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
 //           release written to g_overlap_trace (see trace_layout below).
 #pragma once
@@ -150,5 +154,48 @@ template <class Base>
 using L2Hot = ProducerLoop<Base, false, true>;
 template <class Base>
 using Traced = ConsumerLoop<ProducerLoop<Base, true, false>, TraceHook>;
+
+template <class Base>
+struct BulkB : Base {
+  int group_ = 0;  // the producer's current expert (the kernel calls tensors_perform_update on a change)
+
+  template <class InputTensors, class ProblemShape_MNKL>
+  CUTLASS_DEVICE auto tensors_perform_update(InputTensors const& inputs, typename Base::Params const& params,
+                                             ProblemShape_MNKL shape, int32_t next_batch) {
+    group_ = next_batch;
+    return Base::tensors_perform_update(inputs, params, shape, next_batch);
+  }
+
+  template <class TensorA, class TensorB, class TensorMapA, class TensorMapB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(typename Base::Params const& params, typename Base::MainloopPipeline pipeline,
+                           typename Base::PipelineState smem_pipe_write, cute::tuple<TensorA, TensorB> const& inputs,
+                           cute::tuple<TensorMapA, TensorMapB> const& tensormaps, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int, uint32_t,
+                           typename Base::TensorStorage& shared_tensors) {
+    static_assert(size(typename Base::DispatchPolicy::ClusterShape{}) == 1, "1 x 1 clusters only");
+    if (!elect_one_sync()) return;
+    cute::Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), typename Base::SmemLayoutA{});
+    cute::Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), typename Base::SmemLayoutB{});
+    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+    auto block_tma_a = params.tma_load_a.get_slice(0);
+    cute::Tensor tAgA = block_tma_a.partition_S(get<0>(inputs)(_, _, m_coord, _, l_coord));  // (TMA, TMA_M, TMA_K, k)
+    cute::Tensor tAsA = block_tma_a.partition_D(sA);                                        // (TMA, TMA_M, TMA_K, PIPE)
+    constexpr int kBlockElems = size<0>(typename Base::SmemLayoutB{}) * size<1>(typename Base::SmemLayoutB{});
+    constexpr int kBlockBytes = kBlockElems * static_cast<int>(sizeof(typename Base::InternalElementB));
+    const int64_t k_tiles = size<3>(get<1>(inputs));
+    const char* b = reinterpret_cast<const char*>(params.ptr_B[group_]);
+    for (int k = 0; k < k_tile_count; ++k) {
+      pipeline.producer_acquire(smem_pipe_write);
+      auto* barrier = pipeline.producer_get_barrier(smem_pipe_write);
+      const int stage = smem_pipe_write.index();
+      copy(params.tma_load_a.with(get<0>(tensormaps), *barrier, 0), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+      const int64_t block = static_cast<int64_t>(n_coord) * k_tiles + k;
+      SM90_BULK_COPY_G2S::copy(b + block * kBlockBytes, reinterpret_cast<uint64_t*>(barrier),
+                               raw_pointer_cast(sB(_, _, stage).data()), kBlockBytes);
+      ++smem_pipe_write;
+      ++k_tile_iter;
+    }
+  }
+};
 
 }  // namespace moekit::bench_overlap

@@ -25,6 +25,9 @@ inline constexpr Variant kVariants[] = {
     {7, "64x128+pf4"},
     {8, "128x128"},          // kM128N128C1x1
     {9, "128x128+pf4"},
+    {10, "128x256-bulkB"},   // B as contiguous blocks, one bulk copy a stage (output not valid)
+    {11, "64x128-bulkB"},
+    {12, "128x128-bulkB"},
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 

@@ -47,6 +47,15 @@ Status set_trace_buffer(uint64_t* buffer) {
 #elif MOEKIT_OVERLAP_VARIANT == 9
 #define TILE kM128N128C1x1
 #define MAINLOOP L2Prefetch<4>::Mainloop
+#elif MOEKIT_OVERLAP_VARIANT == 10
+#define TILE kM128N256C1x1
+#define MAINLOOP BulkB
+#elif MOEKIT_OVERLAP_VARIANT == 11
+#define TILE kM64N128C1x1
+#define MAINLOOP BulkB
+#elif MOEKIT_OVERLAP_VARIANT == 12
+#define TILE kM128N128C1x1
+#define MAINLOOP BulkB
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
 #endif
