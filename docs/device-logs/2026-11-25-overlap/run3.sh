@@ -2,6 +2,7 @@
 # Step 19, device call 3 ($1 = the commit): what a tiled weight layout would stream at. BulkB
 # variants read each stage's weight tile as one contiguous block with one cp.async.bulk (timing only:
 # the bytes are not laid out for the MMA), against CUTLASS's TMA loads, on the three tiles.
+# Every n is a multiple of 256 (BulkB indexes whole blocks): GPT-OSS-like uses 5632, not 5760.
 set -uo pipefail
 COMMIT=$1
 export PATH=/usr/local/cuda/bin:$PATH
@@ -24,5 +25,5 @@ run deepseek-64 --experts 128 --rows 64 --n 4096 --k 7168 --variants 0,10,6,11,8
 run deepseek-32 --experts 128 --rows 32 --n 4096 --k 7168 --variants 6,11,0,10
 run qwen3-16 --experts 128 --rows 16 --n 1536 --k 2048 --variants 6,11
 run mixtral-256 --experts 8 --rows 256 --n 28672 --k 4096 --variants 0,10
-run gptoss-64 --experts 128 --rows 64 --n 5760 --k 2880 --variants 0,10,8,12
+run gptoss-64 --experts 128 --rows 64 --n 5632 --k 2880 --variants 0,10,8,12
 tar -C "$OUT" -czf "$OUT/results.tgz" r && rm -rf "$OUT/r"
