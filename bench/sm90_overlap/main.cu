@@ -5,7 +5,7 @@
 // with -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
 //
 //   sm90_overlap --experts 1 --rows 64 --n 131072 --k 768 --variants 0,1,3 [--rounds 3] [--reps 20]
-//                [--trace FILE]
+//                [--spread SIGMA] [--trace FILE]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@
 namespace moekit::bench_overlap {
 
 #define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
-DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12)
+DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14)
 #undef DECLARE
 
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
@@ -41,6 +42,8 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
     case 10: return run_variant_10(a, s);
     case 11: return run_variant_11(a, s);
     case 12: return run_variant_12(a, s);
+    case 13: return run_variant_13(a, s);
+    case 14: return run_variant_14(a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -78,6 +81,7 @@ __global__ void fill_random(__nv_bfloat16* x, size_t n, uint32_t seed, float sca
 struct Options {
   int experts = 1;
   int64_t rows = 64, n = 131072, k = 768;
+  double spread = 0;  // rows per expert: rows x a log-normal weight of this sigma (normalized to the mean)
   std::vector<int> variants = {0};
   int rounds = 3, reps = 20;
   std::string trace;
@@ -93,6 +97,7 @@ bool parse(int argc, char** argv, Options& o) {
     const char* v = argv[++i];
     if (a == "--experts") o.experts = std::atoi(v);
     else if (a == "--rows") o.rows = std::atoll(v);
+    else if (a == "--spread") o.spread = std::atof(v);
     else if (a == "--n") o.n = std::atoll(v);
     else if (a == "--k") o.k = std::atoll(v);
     else if (a == "--rounds") o.rounds = std::atoi(v);
@@ -126,7 +131,18 @@ int run(const Options& o) {
   int dev = 0, sms = 0;
   CHECK_CUDA(cudaGetDevice(&dev));
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int64_t max_rows = o.experts * o.rows;
+  // Rows per expert: all `rows`, or spread log-normally around it (a routing that favours some experts).
+  std::vector<int64_t> h_off(o.experts + 1, 0);
+  {
+    std::mt19937 gen(7);
+    std::normal_distribution<double> z(0.0, 1.0);
+    std::vector<double> w(o.experts, 1.0);
+    double sum = 0;
+    for (double& x : w) sum += (x = std::exp(o.spread * z(gen)));
+    for (int e = 0; e < o.experts; ++e)
+      h_off[e + 1] = h_off[e] + std::llround(static_cast<double>(o.rows) * o.experts * w[e] / sum);
+  }
+  const int64_t max_rows = std::max<int64_t>(h_off[o.experts], 1);
   const size_t a_elems = static_cast<size_t>(max_rows) * o.k;
   const size_t b_elems = static_cast<size_t>(o.experts) * o.n * o.k;
   const size_t d_elems = static_cast<size_t>(max_rows) * (o.n / 2);
@@ -141,8 +157,6 @@ int run(const Options& o) {
   CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
   fill_random<<<1024, 256>>>(a, a_elems, 1u, 1.0f);
   fill_random<<<4096, 256>>>(b, b_elems, 2u, 0.05f);
-  std::vector<int64_t> h_off(o.experts + 1);
-  for (int e = 0; e <= o.experts; ++e) h_off[e] = e * o.rows;
   CHECK_CUDA(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
 
   cuda::moe::Sm90GemmArgs args;
@@ -165,8 +179,13 @@ int run(const Options& o) {
 
   const double weight_bytes = static_cast<double>(b_elems) * 2;
   const double flops = 2.0 * max_rows * o.n * o.k;
-  std::printf("# experts %d, rows %lld each, n %lld, k %lld: %.1f MB of weights, %.2f GFLOP; %d SMs\n", o.experts,
-              static_cast<long long>(o.rows), static_cast<long long>(o.n), static_cast<long long>(o.k), weight_bytes / 1e6,
+  int64_t fewest = max_rows, most = 0;
+  for (int e = 0; e < o.experts; ++e) {
+    fewest = std::min(fewest, h_off[e + 1] - h_off[e]);
+    most = std::max(most, h_off[e + 1] - h_off[e]);
+  }
+  std::printf("# experts %d, rows %lld each (%lld .. %lld), n %lld, k %lld: %.1f MB of weights, %.2f GFLOP; %d SMs\n",
+              o.experts, static_cast<long long>(o.rows), static_cast<long long>(fewest), static_cast<long long>(most), static_cast<long long>(o.n), static_cast<long long>(o.k), weight_bytes / 1e6,
               flops / 1e9, sms);
 
   // Correctness: each variant's D against the first variant's, bitwise (the same MMAs in the same

@@ -8,12 +8,14 @@
 //           (BLK_N x BLK_K elements, at block n_tile * k_tiles + k_tile of the expert's weight),
 //           fetched with one cp.async.bulk; A as CUTLASS loads it. The bytes land unswizzled, so
 //           the output is wrong: a timing of what a tiled weight layout would stream at.
+//   L2Prefetch<n>: CUTLASS's loads plus an L2 prefetch of the weights n k-tiles ahead.
 //   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
 //           release written to g_overlap_trace (see trace_layout below).
 #pragma once
 
 #include <cstdint>
 
+#include "cute/algorithm/prefetch.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "overlap_variants.h"
@@ -154,6 +156,53 @@ template <class Base>
 using L2Hot = ProducerLoop<Base, false, true>;
 template <class Base>
 using Traced = ConsumerLoop<ProducerLoop<Base, true, false>, TraceHook>;
+
+// The weights (B) of k-tile k + kAhead are prefetched into L2 (cp.async.bulk.prefetch.tensor) when
+// k-tile k's loads are issued (lost everywhere, docs/perf-notes.md step 19). The shared-memory pipeline holds a few stages (4 of 48 KB for the
+// 128 x 256 x 64 tile), which bounds how many weight bytes a CTA has in flight; the prefetch asks
+// DRAM for kAhead more k-tiles without taking shared memory, so a CTA's reads need not wait for its
+// MMAs to free a stage. Only within a work tile (the next tile's coordinates are the scheduler's).
+// A is not prefetched: the routed rows are read by every N tile of an expert and stay in L2.
+template <int kAhead>
+struct L2Prefetch {
+  static_assert(kAhead > 0);
+  template <class Base>
+  struct Mainloop : Base {
+    template <class TensorA, class TensorB, class TensorMapA, class TensorMapB, class KTileIterator, class BlockCoord>
+    CUTLASS_DEVICE void load(typename Base::Params const& params, typename Base::MainloopPipeline pipeline,
+                             typename Base::PipelineState smem_pipe_write, cute::tuple<TensorA, TensorB> const& inputs,
+                             cute::tuple<TensorMapA, TensorMapB> const& tensormaps, BlockCoord const& blk_coord,
+                             KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
+                             typename Base::TensorStorage& shared_tensors) {
+      using namespace cute;
+      // B is never multicast with our clusters (1 along M), so every CTA takes the same TMA slice.
+      static_assert(size<0>(typename Base::DispatchPolicy::ClusterShape{}) == 1, "B multicast is not handled");
+      auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+      auto gB = get<1>(inputs)(_, _, n_coord, _, l_coord);              // (BLK_N, BLK_K, k)
+      auto tBgB = params.tma_load_b.get_slice(0).partition_S(gB);       // (TMA, TMA_N, TMA_K, k)
+
+      KTileIterator ahead = k_tile_iter;
+      for (int i = 0; i < kAhead; ++i) ++ahead;
+      int ahead_count = k_tile_count - kAhead;
+      // One k-tile at a time through CUTLASS's own load (its stage acquire, expect-tx and TMA
+      // copies), the prefetch between them.
+      for (; k_tile_count > 0; --k_tile_count) {
+        Base::load(params, pipeline, smem_pipe_write, inputs, tensormaps, blk_coord, k_tile_iter, 1, thread_idx,
+                   block_rank_in_cluster, shared_tensors);
+        if (ahead_count > 0) {
+          // The barrier is not used by a prefetch; with() only wants one to build the operation.
+          if (elect_one_sync())
+            prefetch(params.tma_load_b.with(get<1>(tensormaps), *pipeline.producer_get_barrier(smem_pipe_write)),
+                     tBgB(_, _, _, *ahead));
+          ++ahead;
+          --ahead_count;
+        }
+        ++smem_pipe_write;
+        ++k_tile_iter;
+      }
+    }
+  };
+};
 
 template <class Base>
 struct BulkB : Base {

@@ -28,6 +28,8 @@ inline constexpr Variant kVariants[] = {
     {10, "128x256-bulkB"},   // B as contiguous blocks, one bulk copy a stage (output not valid)
     {11, "64x128-bulkB"},
     {12, "128x128-bulkB"},
+    {13, "64x128c1x2"},      // kM64N128C1x2: A multicast to the two CTAs of an N pair
+    {14, "128x256c1x2"},     // kM128N256C1x2
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 

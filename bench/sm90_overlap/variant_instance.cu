@@ -56,6 +56,12 @@ Status set_trace_buffer(uint64_t* buffer) {
 #elif MOEKIT_OVERLAP_VARIANT == 12
 #define TILE kM128N128C1x1
 #define MAINLOOP BulkB
+#elif MOEKIT_OVERLAP_VARIANT == 13
+#define TILE kM64N128C1x2
+#define MAINLOOP PlainMainloop
+#elif MOEKIT_OVERLAP_VARIANT == 14
+#define TILE kM128N256C1x2
+#define MAINLOOP PlainMainloop
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
 #endif
