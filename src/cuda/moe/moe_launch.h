@@ -235,8 +235,9 @@ struct GemmArgs {
   bool weights_before_wait = false;
 };
 // Above kSm90MinRows routed rows (from it for large experts, below) a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
-// tiles (1 x 2 cluster) up to kSm90SmallTileMaxRows rows per active expert, its 128 x 256 tiles (no
-// cluster) above (128 x 128 for smaller experts up to kSm90MidTileMaxRows, below). Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
+// tiles up to kSm90SmallTileMaxRows rows per active expert (with a 1 x 2 cluster up to
+// kSm90ClusterMaxRows, below), its 128 x 256 tiles (no cluster) above (128 x 128 for smaller experts
+// up to kSm90MidTileMaxRows, below). Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
 // (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
 //  - 64 x 128 against the stream and mma.sync tiles at 8-32 rows per expert: DeepSeek-V3 T=64 1823
 //    against 2345 us, Mixtral T=64 705 / 756, Qwen3 T=64 320 / 340; level at T=16 (GPT-OSS 612 /
@@ -245,6 +246,15 @@ struct GemmArgs {
 //    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
+// Up to this many rows per active expert the 64 x 128 tile runs in 1 x 2 clusters (each A tile
+// multicast to the two CTAs of an N pair), above it without a cluster. The cluster is 0.4-0.9%
+// faster where the routing spreads evenly, and far slower where some experts get many more rows
+// than others. Measured on an H100 (docs/perf-notes.md step 19, each forced on both GEMMs), layer
+// times: T=256 (16 rows) Qwen3 463 with it / 466 without, DeepSeek-V3 3121 / 3149, GPT-OSS 2211 /
+// 2220 us; T=512 (32 rows) Qwen3 478 / 481, GPT-OSS 2255 / 2266, but DeepSeek-V3, whose routing
+// reaches 104 of 256 experts unevenly, 3732 / 3321. A synthetic gemm1 with log-normal rows an
+// expert (64 on average, sigma 0.5) took 15% longer with the cluster.
+inline constexpr double kSm90ClusterMaxRows = 16;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
 // on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and
