@@ -20,14 +20,9 @@ BUILD=build/device
   nvcc --version | tail -2; cmake --version | head -1; ${CXX:-c++} --version | head -1; nproc
 } 2>&1 | tee "$OUT/env.txt"
 
-set -e
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEKIT_CUDA=ON \
-  -DMOEKIT_CUDA_ARCHS="${ARCHS:-90a;80}" \
-  -DCMAKE_PREFIX_PATH="$ROOT/.deps/root/usr" \
-  -DMOEKIT_CUTLASS_DIR="$ROOT/third_party/cutlass-4.2.0" ${COMMIT:+-DMOEKIT_COMMIT=$COMMIT} > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 # shellcheck disable=SC2086
-( time cmake --build "$BUILD" -j "$(nproc)" ${TARGETS:+--target $TARGETS} ) > "$OUT/build.txt" 2>&1 || { grep -E "error|FAILED" -A5 "$OUT/build.txt" | head -60; exit 1; }
-tail -4 "$OUT/build.txt"
+./scripts/device-build.sh "${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" "$OUT" ${TARGETS:-all} \
+  -- -DMOEKIT_CUDA_ARCHS="${ARCHS:-90a;80}" || exit 1
 set +e
 "$BUILD/bin/moekit" info | tee "$OUT/info.txt"
 "$BUILD/bin/moekit" info --json > "$OUT/info.json"

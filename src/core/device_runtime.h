@@ -14,10 +14,16 @@ Status device_malloc(void** ptr, size_t bytes, int device_index);
 void device_free(void* ptr, int device_index) noexcept;
 // Synchronous copy of `bytes` between any two of host and CUDA memory.
 Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-// Synchronous copy of `height` rows of `width` bytes, `spitch` / `dpitch` bytes apart (cudaMemcpy2D),
-// between any two of host and CUDA memory.
-Status memcpy2d_sync(void* dst, size_t dpitch, Device dst_device, const void* src, size_t spitch, Device src_device,
-                     size_t width, size_t height);
+// A strided side of memcpy3d_sync: row r of slice z starts at ptr + (z * slice_rows + r) * pitch.
+struct PitchedSide {
+  void* ptr;
+  size_t pitch;       // bytes from one row to the next
+  size_t slice_rows;  // rows from one slice to the next
+  Device device;
+};
+// Synchronous copy of `depth` slices of `height` rows of `width` bytes (cudaMemcpy3D), between any
+// two of host and CUDA memory.
+Status memcpy3d_sync(const PitchedSide& dst, const PitchedSide& src, size_t width, size_t height, size_t depth);
 // Waits for all work queued on the device.
 Status device_sync(int device_index);
 

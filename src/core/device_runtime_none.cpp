@@ -11,7 +11,7 @@ Status not_built() {
 Status device_malloc(void**, size_t, int) { return not_built(); }
 void device_free(void*, int) noexcept {}
 Status memcpy_sync(void*, Device, const void*, Device, size_t) { return not_built(); }
-Status memcpy2d_sync(void*, size_t, Device, const void*, size_t, Device, size_t, size_t) { return not_built(); }
+Status memcpy3d_sync(const PitchedSide&, const PitchedSide&, size_t, size_t, size_t) { return not_built(); }
 Status device_sync(int) { return not_built(); }
 
 }  // namespace moekit::detail

@@ -24,23 +24,25 @@ Result<Tensor> interleave_gate_up(const TensorView& w13) {
   auto out = Tensor::empty(w13.dtype(), w13.shape(), w13.device());
   if (!out.ok()) return out.status();
   const int64_t inter = rows / 2;
+  if (experts == 0 || inter == 0 || row_bytes == 0) return out;
   const auto* src = static_cast<const char*>(w13.data());
   auto* dst = static_cast<char*>(out->data());
-  for (int64_t e = 0; e < experts && inter > 0 && row_bytes > 0; ++e) {
-    const char* gate = src + e * rows * row_bytes;
-    const char* up = gate + inter * row_bytes;
-    char* to = dst + e * rows * row_bytes;
-    // Gate rows to the even rows, up rows to the odd ones: two strided copies an expert.
-    for (int half = 0; half < 2; ++half) {
-      const char* from = half == 0 ? gate : up;
-      char* into = to + half * row_bytes;
-      if (w13.device().is_cpu()) {
-        for (int64_t r = 0; r < inter; ++r) std::memcpy(into + 2 * r * row_bytes, from + r * row_bytes, static_cast<size_t>(row_bytes));
-      } else {
-        MOEKIT_RETURN_IF_ERROR(detail::memcpy2d_sync(into, static_cast<size_t>(2 * row_bytes), w13.device(), from,
-                                                     static_cast<size_t>(row_bytes), w13.device(),
-                                                     static_cast<size_t>(row_bytes), static_cast<size_t>(inter)));
-      }
+  // Gate rows (the first I of each expert) to the even rows, up rows to the odd ones.
+  for (int half = 0; half < 2; ++half) {
+    const char* from = src + half * inter * row_bytes;
+    char* into = dst + half * row_bytes;
+    if (w13.device().is_cpu()) {
+      for (int64_t e = 0; e < experts; ++e)
+        for (int64_t r = 0; r < inter; ++r)
+          std::memcpy(into + (e * rows + 2 * r) * row_bytes, from + (e * rows + r) * row_bytes, static_cast<size_t>(row_bytes));
+    } else {
+      // One strided copy a half: rows row_bytes apart in the source (2I to an expert), 2 * row_bytes
+      // apart in the destination (I to an expert), the expert as the third dimension.
+      const detail::PitchedSide to{into, static_cast<size_t>(2 * row_bytes), static_cast<size_t>(inter), w13.device()};
+      const detail::PitchedSide from_side{const_cast<char*>(from), static_cast<size_t>(row_bytes), static_cast<size_t>(rows),
+                                          w13.device()};
+      MOEKIT_RETURN_IF_ERROR(detail::memcpy3d_sync(to, from_side, static_cast<size_t>(row_bytes), static_cast<size_t>(inter),
+                                                   static_cast<size_t>(experts)));
     }
   }
   return out;

@@ -46,9 +46,13 @@ Status memcpy_sync(void* dst, Device dst_device, const void* src, Device src_dev
   return finish_copy();
 }
 
-Status memcpy2d_sync(void* dst, size_t dpitch, Device dst_device, const void* src, size_t spitch, Device src_device,
-                     size_t width, size_t height) {
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, copy_kind(dst_device, src_device)));
+Status memcpy3d_sync(const PitchedSide& dst, const PitchedSide& src, size_t width, size_t height, size_t depth) {
+  cudaMemcpy3DParms p{};
+  p.srcPtr = cudaPitchedPtr{src.ptr, src.pitch, width, src.slice_rows};  // ptr, pitch, xsize, ysize
+  p.dstPtr = cudaPitchedPtr{dst.ptr, dst.pitch, width, dst.slice_rows};
+  p.extent = cudaExtent{width, height, depth};
+  p.kind = copy_kind(dst.device, src.device);
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy3D(&p));
   return finish_copy();
 }
 

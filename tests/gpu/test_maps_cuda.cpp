@@ -74,25 +74,6 @@ HostMaps reference_maps(const MapsCase& c, int EL, const std::vector<int32_t>& i
   return h;
 }
 
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) {
-    if (cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) p = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const std::vector<T>& v) const { cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download(size_t n) const {
-    std::vector<T> v(n);
-    cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-  void poison() const { cudaMemset(p, 0xA5, std::max<size_t>(count, 1) * sizeof(T)); }
-};
-
 void run_case(const MapsCase& c, uint64_t seed) {
   SCOPED_TRACE(c.name);
   const int64_t n = c.tokens * c.top_k;

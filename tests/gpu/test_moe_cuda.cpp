@@ -211,7 +211,7 @@ TEST(MoeCuda, StreamTilesAtEveryKSplit) {
   }
 }
 
-// interleave_gate_up on device memory (cudaMemcpy2D) moves the same bytes as on the host.
+// interleave_gate_up on device memory (two cudaMemcpy3D) moves the same bytes as on the host.
 TEST(MoeCuda, InterleaveGateUpOnTheDevice) {
   MOEKIT_REQUIRE_GPU();
   auto host = Tensor::empty(DType::kBF16, {3, 10, 24});

@@ -33,20 +33,6 @@ using cuda::moe::Sm90GemmArgs;
     if (moekit_major_ != 9) GTEST_SKIP() << "the sm_90a kernel needs compute capability 9.x, not " << moekit_major_; \
   } while (0)
 
-// A device buffer freed at scope exit.
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) {
-    if (n > 0 && cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
 // 16-bit code -> double, by table.
 struct Decoder {
   std::vector<double> table;
@@ -165,7 +151,7 @@ std::string tile_label(Sm90Tile t) {
 
 // The arguments every case fills the same way: the tile, the operands, the offsets and the scratch.
 struct Operands {
-  const DeviceBuffer &a, &b, &d, &offsets, &scratch;
+  const DeviceBytes &a, &b, &d, &offsets, &scratch;
 };
 Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type, int experts, int64_t max_rows, int64_t n,
                        int64_t k) {
@@ -176,13 +162,13 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   args.b = o.b.p;
   args.d = o.d.p;
   args.d_type = d_type;
-  args.expert_offsets = static_cast<const int64_t*>(o.offsets.p);
+  args.expert_offsets = reinterpret_cast<const int64_t*>(o.offsets.p);
   args.experts = experts;
   args.max_rows = max_rows;
   args.n = n;
   args.k = k;
   args.scratch = o.scratch.p;
-  args.scratch_bytes = o.scratch.bytes;
+  args.scratch_bytes = o.scratch.bytes();
   args.sm_count = sm_count();
   return args;
 }
@@ -203,12 +189,12 @@ void run_case(const Case& c) {
   const int sms = sm_count();
   const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
   ASSERT_GT(scratch_bytes, 0u);
-  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * c.n) * 4),
+  DeviceBytes da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * c.n) * 4),
       doff(off.size() * 8), scratch(scratch_bytes);
   ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p);
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
@@ -296,16 +282,16 @@ void run_gated_case(const GatedCase& c) {
 
   const int sms = sm_count();
   const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
-  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * inter) * 2),
+  DeviceBytes da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * inter) * 2),
       doff(off.size() * 8), dbias(bias.size() * 4), scratch(scratch_bytes);
   ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p && (!c.bias || dbias.p));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes, cudaMemcpyHostToDevice));
-  if (c.bias) MOEKIT_ASSERT_CUDA(cudaMemcpy(dbias.p, bias.data(), dbias.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
+  if (c.bias) MOEKIT_ASSERT_CUDA(cudaMemcpy(dbias.p, bias.data(), dbias.bytes(), cudaMemcpyHostToDevice));
   const uint16_t poison = c.type == Elem::kBF16 ? 0x7FC0 : 0x7E00;  // a quiet NaN in either format
   std::vector<uint16_t> got(static_cast<size_t>(max_rows * inter), poison);
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got.data(), dd.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got.data(), dd.bytes(), cudaMemcpyHostToDevice));
 
   Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, c.type, c.experts, max_rows, c.n, c.k);
   args.gated_activation = static_cast<int>(c.act);
@@ -316,7 +302,7 @@ void run_gated_case(const GatedCase& c) {
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, dd.bytes, cudaMemcpyDeviceToHost));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, dd.bytes(), cudaMemcpyDeviceToHost));
 
   // The output is the float32 activation rounded once to 16 bits: within a few units of the 16-bit
   // rounding of the float64 value, in relative L2 over the routed rows.
@@ -355,9 +341,9 @@ TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   MOEKIT_REQUIRE_SM90();
   const int sms = sm_count();
   const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(4, 272, 264, Elem::kBF16, sms);
-  DeviceBuffer buf(1 << 20), doff(5 * 8), scratch(scratch_bytes);
+  DeviceBytes buf(1 << 20), doff(5 * 8), scratch(scratch_bytes);
   ASSERT_TRUE(buf.p && doff.p && scratch.p);
-  MOEKIT_ASSERT_CUDA(cudaMemset(doff.p, 0, doff.bytes));
+  MOEKIT_ASSERT_CUDA(cudaMemset(doff.p, 0, doff.bytes()));
   Sm90GemmArgs args = base_args(Sm90Tile::kM128N256C1x1, Elem::kBF16, {buf, buf, buf, doff, scratch}, Elem::kBF16, 4, 8, 272, 264);
   args.gated_activation = static_cast<int>(Activation::kReLU2);  // not gated
   Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
@@ -386,12 +372,12 @@ TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
 
   const int sms = sm_count();
   const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(experts, n, k, type, sms);
-  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * n) * 4), doff(off1.size() * 8),
+  DeviceBytes da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * n) * 4), doff(off1.size() * 8),
       scratch(scratch_bytes);
   ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p);
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes, cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off1.data(), doff.bytes, cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off1.data(), doff.bytes(), cudaMemcpyHostToDevice));
 
   cudaStream_t stream;
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -408,7 +394,7 @@ TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
 
   std::vector<float> got(static_cast<size_t>(max_rows * n));
   for (const auto* off : {&off1, &off2}) {
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off->data(), doff.bytes, cudaMemcpyHostToDevice));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off->data(), doff.bytes(), cudaMemcpyHostToDevice));
     MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());  // the copy's DMA may outlast cudaMemcpy; the graph runs on `stream`
     fill_nan(dd.p, got.size(), stream);
     MOEKIT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));

@@ -132,29 +132,30 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
 TEST(Knobs, SmallExpertsAt33To64RowsTakeThe128x128Tile) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string mid = "sm90_m128n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
-  const std::string small_unclustered = "sm90_m64n128k128_c1x1";
+  const std::string mid = "sm90_m128n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("qwen3-30b-a3b", 1024), std::make_pair(mid, mid));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 600), std::make_pair(mid, mid));
-  EXPECT_EQ(tiles("qwen3-30b-a3b", 512), std::make_pair(small_unclustered, small_unclustered));
+  EXPECT_EQ(tiles("qwen3-30b-a3b", 512), std::make_pair(small, small));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 2048), std::make_pair(large, large));
   EXPECT_EQ(tiles("gpt-oss-120b", 2048), std::make_pair(large, mid));
   EXPECT_EQ(tiles("deepseek-v3", 1024), std::make_pair(large, large));
   EXPECT_EQ(tiles("mixtral-8x7b", 256), std::make_pair(large, large));
 }
 
-// The 64 x 128 tile runs in 1 x 2 clusters up to 16 rows per expected expert (kSm90ClusterMaxRows),
-// without a cluster above and up to 32: Qwen3 and DeepSeek-V3 T=256 (16 rows) with it, T=512 (32)
-// and T=300 (18.75) without.
-TEST(Knobs, The64x128TileDropsItsClusterAbove16Rows) {
+// The 64 x 128 tile runs in 1 x 2 clusters up to 16 rows per expected expert (kSm90ClusterMaxRows)
+// and, for small experts, up to 32; large experts (N x K >= 12M) run it without a cluster above 16:
+// DeepSeek-V3 (29M and 15M) at T=256 (16 rows) with it, at T=300 (18.75) and 512 (32) without;
+// Qwen3 (3.1M, 1.6M) with it at all three; GPT-OSS T=1024 (32 rows) gemm1 (17M) without, gemm2
+// (8.3M) with.
+TEST(Knobs, The64x128TileDropsItsClusterAbove16RowsForLargeExperts) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
   const std::string clustered = "sm90_m64n128k128_c1x2", single = "sm90_m64n128k128_c1x1";
-  for (const char* preset : {"qwen3-30b-a3b", "deepseek-v3"}) {
-    EXPECT_EQ(tiles(preset, 256), std::make_pair(clustered, clustered)) << preset;
-    EXPECT_EQ(tiles(preset, 300), std::make_pair(single, single)) << preset;
-    EXPECT_EQ(tiles(preset, 512), std::make_pair(single, single)) << preset;
-  }
+  EXPECT_EQ(tiles("deepseek-v3", 256), std::make_pair(clustered, clustered));
+  EXPECT_EQ(tiles("deepseek-v3", 300), std::make_pair(single, single));
+  EXPECT_EQ(tiles("deepseek-v3", 512), std::make_pair(single, single));
+  for (int64_t t : {256, 300, 512}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(clustered, clustered)) << t;
+  EXPECT_EQ(tiles("gpt-oss-120b", 1024), std::make_pair(single, clustered));
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {

@@ -330,8 +330,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
-    if (rows_per_expert <= kSm90ClusterMaxRows) return GemmTile::kSm90M64N128C1x2;
-    if (rows_per_expert <= kSm90SmallTileMaxRows) return GemmTile::kSm90M64N128C1x1;
+    if (rows_per_expert <= kSm90SmallTileMaxRows)
+      return rows_per_expert > kSm90ClusterMaxRows && large_expert ? GemmTile::kSm90M64N128C1x1 : GemmTile::kSm90M64N128C1x2;
     if (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) return GemmTile::kSm90M128N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }

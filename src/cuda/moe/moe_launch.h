@@ -235,8 +235,8 @@ struct GemmArgs {
   bool weights_before_wait = false;
 };
 // Above kSm90MinRows routed rows (from it for large experts, below) a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
-// tiles up to kSm90SmallTileMaxRows rows per active expert (with a 1 x 2 cluster up to
-// kSm90ClusterMaxRows, below), its 128 x 256 tiles (no cluster) above (128 x 128 for smaller experts
+// tiles up to kSm90SmallTileMaxRows rows per active expert (with a 1 x 2 cluster, except above
+// kSm90ClusterMaxRows for large experts, below), its 128 x 256 tiles (no cluster) above (128 x 128 for smaller experts
 // up to kSm90MidTileMaxRows, below). Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
 // (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
 //  - 64 x 128 against the stream and mma.sync tiles at 8-32 rows per expert: DeepSeek-V3 T=64 1823
@@ -247,13 +247,14 @@ struct GemmArgs {
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
 // Up to this many rows per active expert the 64 x 128 tile runs in 1 x 2 clusters (each A tile
-// multicast to the two CTAs of an N pair), above it without a cluster. The cluster is 0.4-0.9%
-// faster where the routing spreads evenly, and far slower where some experts get many more rows
-// than others. Measured on an H100 (docs/perf-notes.md step 19, each forced on both GEMMs), layer
-// times: T=256 (16 rows) Qwen3 463 with it / 466 without, DeepSeek-V3 3121 / 3149, GPT-OSS 2211 /
-// 2220 us; T=512 (32 rows) Qwen3 478 / 481, GPT-OSS 2255 / 2266, but DeepSeek-V3, whose routing
-// reaches 104 of 256 experts unevenly, 3732 / 3321. A synthetic gemm1 with log-normal rows an
-// expert (64 on average, sigma 0.5) took 15% longer with the cluster.
+// multicast to the two CTAs of an N pair); above it, for large experts (N x K >= kSm90LargeExpert),
+// without a cluster. Measured on an H100 (docs/perf-notes.md step 19, two runs of each in turns,
+// layer times): DeepSeek-V3 (29M and 15M), whose routing reaches 104 of 256 experts unevenly at
+// T=512, 3286 without the cluster against 3614 us with it at T=512 (32 rows), 3113 / 3185 at T=384,
+// level at T=300 (3168 / 3164); GPT-OSS gemm1 (17M) 1503 / 1509 us at T=1024 (32 rows; one run
+// each); Qwen3 (3.1M and 1.6M) lost 0.7-1.3% without it at T = 300 .. 512, so small experts keep it.
+// At 16 rows (T=256) the cluster was 0.4-0.9% faster on every preset. A synthetic gemm1 with log-normal rows an expert
+// (64 on average, sigma 0.5) took 15% longer with the cluster.
 inline constexpr double kSm90ClusterMaxRows = 16;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
