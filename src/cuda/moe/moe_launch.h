@@ -251,10 +251,12 @@ inline constexpr double kSm90SmallTileMaxRows = 32;
 // without a cluster. Measured on an H100 (docs/perf-notes.md step 19, two runs of each in turns,
 // layer times): DeepSeek-V3 (29M and 15M), whose routing reaches 104 of 256 experts unevenly at
 // T=512, 3286 without the cluster against 3614 us with it at T=512 (32 rows), 3113 / 3185 at T=384,
-// level at T=300 (3168 / 3164); GPT-OSS gemm1 (17M) 1503 / 1509 us at T=1024 (32 rows; one run
-// each); Qwen3 (3.1M and 1.6M) lost 0.7-1.3% without it at T = 300 .. 512, so small experts keep it.
-// At 16 rows (T=256) the cluster was 0.4-0.9% faster on every preset. A synthetic gemm1 with log-normal rows an expert
-// (64 on average, sigma 0.5) took 15% longer with the cluster.
+// level at T=300 (3168 / 3164); Qwen3 (3.1M and 1.6M) lost 0.7-1.3% without it at T = 300 .. 512,
+// so small experts keep it. GPT-OSS gemm1 (17M), whose bench routing is even, pays 0.4% for the rule
+// (1509 against 1503 us at T=1024): the price of not losing 10% where the routing is uneven. At 16
+// rows (T=256) the cluster was 0.4-0.9% faster on every preset. A synthetic gemm1 of DeepSeek-V3's
+// shape with log-normal rows an expert (64 on average, sigma 0.5) took 15% longer with the cluster;
+// of Qwen3's shape 0.7%.
 inline constexpr double kSm90ClusterMaxRows = 16;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
