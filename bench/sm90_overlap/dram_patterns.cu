@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "../probes/probe_check.h"  // CHECK: a failing CUDA call returns 1
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -91,25 +93,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  CHECK(cudaGetDevice(&dev));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int64_t tile_bytes_max = static_cast<int64_t>(kStageBytes / 128) * row_bytes;  // 256 rows
   const int64_t bytes = static_cast<int64_t>(gb * 1e9) / tile_bytes_max * tile_bytes_max;
   uint8_t* w = nullptr;
   uint32_t* sink = nullptr;
-  if (cudaMalloc(&w, bytes) != cudaSuccess || cudaMalloc(&sink, 4) != cudaSuccess) {
-    std::fprintf(stderr, "cudaMalloc failed\n");
-    return 1;
-  }
-  cudaMemset(w, 1, bytes);
+  CHECK(cudaMalloc(&w, bytes));
+  CHECK(cudaMalloc(&sink, 4));
+  CHECK(cudaMemset(w, 1, bytes));
   const int grid = sms * ctas_per_sm;
   std::printf("# %.2f GB, k %lld (%lld-byte rows), %d CTAs x %d threads, %d stage(s) of 32 KB in flight a CTA\n", bytes / 1e9,
               static_cast<long long>(k), static_cast<long long>(row_bytes), grid, kThreads, in_flight);
   std::printf("%-10s %10s %8s\n", "pattern", "best_us", "TB/s");
   const int chunks[] = {128, 256, 512, 1024, 4096, 0};
   cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
   for (int chunk : chunks) {
     if (chunk > 0 && row_bytes % chunk != 0) continue;
     const int64_t tile_rows = chunk > 0 ? kStageBytes / chunk : kStageBytes / 128;
@@ -126,11 +126,7 @@ int main(int argc, char** argv) {
       cudaEventElapsedTime(&ms, e0, e1);
       best = std::min(best, ms);
     }
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) {
-      std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(err));
-      return 1;
-    }
+    CHECK(cudaGetLastError());
     std::printf("%-10s %10.1f %8.3f\n", chunk > 0 ? std::to_string(chunk).c_str() : "tiled", best * 1000.0,
                 static_cast<double>(bytes) / (best * 1e-3) / 1e12);
   }

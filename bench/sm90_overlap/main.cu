@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../probes/probe_check.h"  // CHECK: a failing CUDA call returns 1
 #include "overlap_variants.h"
 
 namespace moekit::bench_overlap {
@@ -50,14 +51,6 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
 
 namespace {
 
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                                \
-    }                                                                                          \
-  } while (0)
 #define CHECK_STATUS(x)                                               \
   do {                                                                \
     Status s_ = (x);                                                  \
@@ -129,8 +122,8 @@ bool parse(int argc, char** argv, Options& o) {
 
 int run(const Options& o) {
   int dev = 0, sms = 0;
-  CHECK_CUDA(cudaGetDevice(&dev));
-  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CHECK(cudaGetDevice(&dev));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   // Rows per expert: all `rows`, or spread log-normally around it (a routing that favours some experts).
   std::vector<int64_t> h_off(o.experts + 1, 0);
   {
@@ -150,14 +143,14 @@ int run(const Options& o) {
   int64_t* offsets = nullptr;
   void* scratch = nullptr;
   const size_t scratch_bytes = size_t{16} << 20;
-  CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
-  CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
-  CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
-  CHECK_CUDA(cudaMalloc(&offsets, (o.experts + 1) * sizeof(int64_t)));
-  CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
+  CHECK(cudaMalloc(&a, a_elems * 2));
+  CHECK(cudaMalloc(&b, b_elems * 2));
+  CHECK(cudaMalloc(&d, d_elems * 2));
+  CHECK(cudaMalloc(&offsets, (o.experts + 1) * sizeof(int64_t)));
+  CHECK(cudaMalloc(&scratch, scratch_bytes));
   fill_random<<<1024, 256>>>(a, a_elems, 1u, 1.0f);
   fill_random<<<4096, 256>>>(b, b_elems, 2u, 0.05f);
-  CHECK_CUDA(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
 
   cuda::moe::Sm90GemmArgs args;
   args.type = cuda::moe::Elem::kBF16;
@@ -175,7 +168,7 @@ int run(const Options& o) {
   args.scratch_bytes = scratch_bytes;
   args.sm_count = sms;
   cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   const double weight_bytes = static_cast<double>(b_elems) * 2;
   const double flops = 2.0 * max_rows * o.n * o.k;
@@ -193,10 +186,10 @@ int run(const Options& o) {
   std::vector<uint16_t> ref(d_elems), out(d_elems);
   for (size_t vi = 0; vi < o.variants.size(); ++vi) {
     const int v = o.variants[vi];
-    CHECK_CUDA(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));  // poison: bf16 NaN
+    CHECK(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));  // poison: bf16 NaN
     CHECK_STATUS(run_variant(v, args, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_CUDA(cudaMemcpy(vi == 0 ? ref.data() : out.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
+    CHECK(cudaStreamSynchronize(stream));
+    CHECK(cudaMemcpy(vi == 0 ? ref.data() : out.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
     if (vi == 0) {
       size_t nan = 0;
       for (uint16_t x : ref) nan += (x & 0x7F80) == 0x7F80 && (x & 0x7F);
@@ -212,18 +205,18 @@ int run(const Options& o) {
 
   // Timing: rounds x (every variant in turn: 2 warm-up launches, then reps launches between events).
   cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
   std::vector<std::vector<double>> us(o.variants.size());
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t vi = 0; vi < o.variants.size(); ++vi) {
       for (int w = 0; w < 2; ++w) CHECK_STATUS(run_variant(o.variants[vi], args, stream));
-      CHECK_CUDA(cudaEventRecord(e0, stream));
+      CHECK(cudaEventRecord(e0, stream));
       for (int i = 0; i < o.reps; ++i) CHECK_STATUS(run_variant(o.variants[vi], args, stream));
-      CHECK_CUDA(cudaEventRecord(e1, stream));
-      CHECK_CUDA(cudaEventSynchronize(e1));
+      CHECK(cudaEventRecord(e1, stream));
+      CHECK(cudaEventSynchronize(e1));
       float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
       us[vi].push_back(1000.0 * ms / o.reps);
     }
   }
@@ -240,14 +233,14 @@ int run(const Options& o) {
   if (!o.trace.empty()) {
     const size_t words = static_cast<size_t>(sms) * 2 * kTraceEvents * kTraceWords;
     uint64_t* buf = nullptr;
-    CHECK_CUDA(cudaMalloc(&buf, words * 8));
-    CHECK_CUDA(cudaMemsetAsync(buf, 0, words * 8, stream));
+    CHECK(cudaMalloc(&buf, words * 8));
+    CHECK(cudaMemsetAsync(buf, 0, words * 8, stream));
     CHECK_STATUS(set_trace_buffer(buf));
     CHECK_STATUS(run_variant(5, args, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK(cudaStreamSynchronize(stream));
     CHECK_STATUS(set_trace_buffer(nullptr));
     std::vector<uint64_t> h(words);
-    CHECK_CUDA(cudaMemcpy(h.data(), buf, words * 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(h.data(), buf, words * 8, cudaMemcpyDeviceToHost));
     FILE* f = std::fopen(o.trace.c_str(), "wb");
     if (!f) {
       std::fprintf(stderr, "cannot write %s\n", o.trace.c_str());
@@ -258,13 +251,13 @@ int run(const Options& o) {
     std::fwrite(h.data(), 8, words, f);
     std::fclose(f);
     std::printf("trace: %s (%d CTAs x 2 roles x %d events x %d words)\n", o.trace.c_str(), sms, kTraceEvents, kTraceWords);
-    CHECK_CUDA(cudaFree(buf));
+    CHECK(cudaFree(buf));
   }
-  CHECK_CUDA(cudaFree(a));
-  CHECK_CUDA(cudaFree(b));
-  CHECK_CUDA(cudaFree(d));
-  CHECK_CUDA(cudaFree(offsets));
-  CHECK_CUDA(cudaFree(scratch));
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(b));
+  CHECK(cudaFree(d));
+  CHECK(cudaFree(offsets));
+  CHECK(cudaFree(scratch));
   return 0;
 }
 
