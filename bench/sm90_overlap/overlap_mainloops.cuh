@@ -10,7 +10,7 @@
 //           the output is wrong: a timing of what a tiled weight layout would stream at.
 //   L2Prefetch<n>: CUTLASS's loads plus an L2 prefetch of the weights n k-tiles ahead.
 //   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
-//           release written to g_overlap_trace (see trace_layout below).
+//           release written to g_overlap_trace (the layout is described below).
 #pragma once
 
 #include <cstdint>
