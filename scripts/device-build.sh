@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Configures and builds moekit for the GPU machine: build/device, Release, CUDA on, sm_90a only, the
-# dependencies from .deps and CUTLASS from third_party/cutlass-4.2.0 (carry both to the machine).
+# Configures and builds moekit for the GPU machine: build/device, Release, CUDA on, sm_90a unless a
+# CMAKE_ARG sets MOEKIT_CUDA_ARCHS, the dependencies from .deps and CUTLASS from
+# third_party/cutlass-4.2.0 (carry both to the machine).
 # Run from the repository root by a device script (docs/device-logs/*/runN.sh).
 #
 #   scripts/device-build.sh COMMIT LOG_DIR TARGET... [-- CMAKE_ARG...]
 #
-# TARGET "gpu-tests" stands for every test with label gpu. Writes LOG_DIR/configure.txt and
+# TARGET gpu_tests (tests/gpu/CMakeLists.txt) builds every test with label gpu. Writes LOG_DIR/configure.txt and
 # LOG_DIR/build.txt, prints the build's wall time, and on failure the first errors (exit 1).
 set -uo pipefail
 if [ $# -lt 3 ]; then
@@ -15,12 +16,11 @@ fi
 COMMIT=$1
 LOG=$2
 shift 2
-GPU_TESTS="test_maps_cuda test_moe_cuda test_decode_layer_cuda test_decode_token_cuda test_routing_cuda test_sm90_gemm test_bench_cuda test_random_fill_cuda test_tune_worker_cuda test_attention_cuda test_gpu_foundation"
 TARGETS=()
 EXTRA=()
 while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; EXTRA=("$@"); break; fi
-  if [ "$1" = "gpu-tests" ]; then TARGETS+=($GPU_TESTS); else TARGETS+=("$1"); fi
+  TARGETS+=("$1")
   shift
 done
 export PATH=/usr/local/cuda/bin:$PATH
