@@ -2,7 +2,8 @@
 // 16-bit A and B, random per-expert row counts with empty experts, N and K multiples of 8 but not of
 // the tile, D poisoned with NaN before each run (the rows past the routed count must keep the poison
 // bit for bit), and a CUDA-graph capture replayed after the expert offsets change on the device.
-// Runs only on compute capability 9.x; skips elsewhere.
+// The gated-activation and finalize epilogues against the same GEMM completed on the host. Runs only
+// on compute capability 9.x; skips elsewhere.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -354,6 +355,150 @@ TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.message().find("d_type=f32"), std::string::npos) << st.to_string();
+}
+
+// ---- the finalize epilogue ------------------------------------------------------------------------
+// gemm2 with the weighted combine: accumulator[row_dest[r], :] += scale * w[r] * (A[r] . B[e]^T + bias[e])
+// for every routed row r of expert e. The accumulator starts from random values (the epilogue adds),
+// its last row (no row's destination) is poisoned with NaN and must keep it bit for bit, and the rows
+// past the routed ones name token 0 as their destination: if they were added, token 0 would be off.
+struct FinalizeCase {
+  Elem type;
+  int experts;
+  int64_t rows;
+  int64_t n, k;
+  Sm90Tile tile;
+  int64_t tokens;
+  bool weights;            // row_weight given (else factor = scale)
+  Elem bias_type;          // with bias
+  bool bias;
+  float scale = 1.0f;
+};
+
+void run_finalize_case(const FinalizeCase& c) {
+  const std::string what = tile_label(c.tile) + (c.type == Elem::kBF16 ? " bf16" : " f16") + (c.weights ? " weights" : "") +
+                           (c.bias ? std::string(" bias ") + (c.bias_type == Elem::kF32 ? "f32" : "bf16") : "") +
+                           " scale=" + std::to_string(c.scale) + " E=" + std::to_string(c.experts) + " R=" + std::to_string(c.rows) +
+                           " T=" + std::to_string(c.tokens) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
+  SCOPED_TRACE(what);
+  std::mt19937_64 rng(777 + c.experts * 7919 + c.rows + c.n);
+  const int64_t max_rows = c.rows + 5;
+  const auto a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
+  const auto b = random_codes(static_cast<size_t>(c.experts * c.n * c.k), c.type, rng);
+  const auto off = random_offsets(c.experts, c.rows, rng);
+  std::uniform_int_distribution<int32_t> pick_token(0, static_cast<int32_t>(c.tokens - 1));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<int32_t> dest(static_cast<size_t>(max_rows), 0);  // rows past the routed ones: token 0
+  for (int64_t r = 0; r < c.rows; ++r) dest[r] = pick_token(rng);
+  std::vector<float> weight(static_cast<size_t>(max_rows));
+  for (auto& w : weight) w = u(rng);
+  // Bias codes: float32 values, or bf16 codes of them (read back through the decoder for the reference).
+  std::vector<float> bias_f32(c.bias ? static_cast<size_t>(c.experts * c.n) : 0);
+  for (auto& x : bias_f32) x = 2.0f * u(rng);
+  std::vector<uint16_t> bias_16(bias_f32.size());
+  for (size_t i = 0; i < bias_16.size(); ++i) bias_16[i] = encode_bf16(bias_f32[i]);
+  const Decoder dec(c.type), dec_bf16(Elem::kBF16);
+  auto bias_at = [&](int64_t i) { return c.bias_type == Elem::kF32 ? static_cast<double>(bias_f32[i]) : dec_bf16(bias_16[i]); };
+
+  const int64_t acc_rows = c.tokens + 1;  // the last one is the poisoned guard
+  std::vector<float> init(static_cast<size_t>(acc_rows * c.n));
+  for (auto& x : init) x = u(rng);
+  const uint32_t nan_bits = 0x7FC00000u;
+  for (int64_t j = 0; j < c.n; ++j) std::memcpy(&init[c.tokens * c.n + j], &nan_bits, 4);
+
+  const auto gemm = reference(a, b, off, c.n, c.k, dec);
+  std::vector<double> ref(init.begin(), init.begin() + c.tokens * c.n);
+  for (int e = 0; e < c.experts; ++e)
+    for (int64_t r = off[e]; r < off[e + 1]; ++r) {
+      const double f = static_cast<double>(c.scale) * (c.weights ? static_cast<double>(weight[r]) : 1.0);
+      for (int64_t j = 0; j < c.n; ++j)
+        ref[dest[r] * c.n + j] += f * (gemm[r * c.n + j] + (c.bias ? bias_at(e * c.n + j) : 0.0));
+    }
+
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
+  DeviceBytes da(a.size() * 2), db(b.size() * 2), dnone(16), doff(off.size() * 8), ddest(dest.size() * 4),
+      dweight(weight.size() * 4), dbias(c.bias_type == Elem::kF32 ? bias_f32.size() * 4 : bias_16.size() * 2),
+      dacc(init.size() * 4), scratch(scratch_bytes);
+  ASSERT_TRUE(da.p && db.p && doff.p && ddest.p && dweight.p && dacc.p && scratch.p && (!c.bias || dbias.p));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(ddest.p, dest.data(), ddest.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(dweight.p, weight.data(), dweight.bytes(), cudaMemcpyHostToDevice));
+  if (c.bias)
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(dbias.p, c.bias_type == Elem::kF32 ? static_cast<const void*>(bias_f32.data()) : bias_16.data(),
+                                  dbias.bytes(), cudaMemcpyHostToDevice));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(dacc.p, init.data(), dacc.bytes(), cudaMemcpyHostToDevice));
+
+  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dnone, doff, scratch}, c.type, c.experts, max_rows, c.n, c.k);
+  args.d = nullptr;  // the finalize epilogue writes no D
+  args.finalize = true;
+  args.row_dest = reinterpret_cast<const int32_t*>(ddest.p);
+  args.row_weight = c.weights ? reinterpret_cast<const float*>(dweight.p) : nullptr;
+  args.scale = c.scale;
+  args.accumulator = reinterpret_cast<float*>(dacc.p);
+  args.bias = c.bias ? dbias.p : nullptr;
+  args.bias_type = c.bias_type;
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<float> got(init.size());
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dacc.p, dacc.bytes(), cudaMemcpyDeviceToHost));
+
+  double num = 0, den = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < c.tokens * c.n; ++i) {
+    if (!std::isfinite(got[i])) ++nonfinite;
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  EXPECT_EQ(nonfinite, 0);
+  const double err = std::sqrt(num / std::max(den, 1e-300));
+  EXPECT_LT(err, 1e-5) << "relative L2 error " << err;
+  int64_t touched = 0;
+  for (int64_t j = 0; j < c.n; ++j) {
+    uint32_t bits;
+    std::memcpy(&bits, &got[c.tokens * c.n + j], 4);
+    touched += bits != nan_bits;
+  }
+  EXPECT_EQ(touched, 0) << "the guard row past the last token was written";
+}
+
+TEST(Sm90GroupedGemm, FinalizeEpilogueEveryTile) {
+  MOEKIT_REQUIRE_SM90();
+  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+    // N = 272 and 2880: neither a multiple of the 256- or 128-wide tile; K = 264 not of 64.
+    run_finalize_case({Elem::kBF16, 8, 77, 272, 264, tile, 40, true, Elem::kF32, true, 2.5f});
+    run_finalize_case({Elem::kBF16, 64, 1000, 2880, 264, tile, 125, true, Elem::kBF16, true});
+    run_finalize_case({Elem::kF16, 8, 300, 272, 712, tile, 300, false, Elem::kF32, false, 0.5f});
+    run_finalize_case({Elem::kBF16, 1, 1, 272, 264, tile, 1, true, Elem::kF32, false});
+    run_finalize_case({Elem::kBF16, 4, 0, 272, 264, tile, 3, true, Elem::kF32, true});
+  }
+}
+
+TEST(Sm90GroupedGemm, FinalizeEpilogueRejectsBadArguments) {
+  MOEKIT_REQUIRE_SM90();
+  const int sms = sm_count();
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(4, 272, 264, Elem::kBF16, sms);
+  DeviceBytes buf(1 << 20), doff(5 * 8), scratch(scratch_bytes);
+  ASSERT_TRUE(buf.p && doff.p && scratch.p);
+  MOEKIT_ASSERT_CUDA(cudaMemset(doff.p, 0, doff.bytes()));
+  Sm90GemmArgs args = base_args(Sm90Tile::kM128N256C1x1, Elem::kBF16, {buf, buf, buf, doff, scratch}, Elem::kBF16, 4, 8, 272, 264);
+  args.finalize = true;
+  args.row_dest = reinterpret_cast<const int32_t*>(buf.p);
+  Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);  // no accumulator
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("accumulator"), std::string::npos) << st.to_string();
+  args.accumulator = reinterpret_cast<float*>(buf.p + 4);  // not 16-byte aligned
+  st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("16-byte"), std::string::npos) << st.to_string();
+  args.accumulator = reinterpret_cast<float*>(buf.p);
+  args.gated_activation = static_cast<int>(Activation::kSwiGLU);  // two epilogues at once
+  st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("finalize"), std::string::npos) << st.to_string();
 }
 
 // One capture, replayed twice: the second replay after the expert offsets changed on the device (the
