@@ -69,7 +69,7 @@ Status set_trace_buffer(uint64_t* buffer) {
 #define MOEKIT_CAT2(a, b) a##b
 #define MOEKIT_CAT(a, b) MOEKIT_CAT2(a, b)
 Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
-  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, Epi::kGated, MAINLOOP>(
+  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, true, MAINLOOP>(
       a, stream);
 }
 

@@ -111,10 +111,10 @@ Decision routing_prologue_fusion(const RuleInput& in) {
 // tile (a backend knob chosen after them), so reasons that depend on it say what such a tile does.
 bool may_run_sm90_tile(const RuleInput& in) { return in.device.compute_capability == 90; }
 
-// A fusion the sm_90a kernel has no epilogue for (it `lacks` one): with its tile the fused step runs two kernels.
-std::string hopper_note(const RuleInput& in, std::string_view what, std::string_view lacks) {
+// A fusion the sm_90a kernel has no epilogue for: with its tile the fused step runs two kernels.
+std::string hopper_note(const RuleInput& in, std::string_view what) {
   if (!may_run_sm90_tile(in)) return "";
-  return fmt::format(" (with an sm_90a tile, which has {}, the step runs {})", lacks, what);
+  return fmt::format(" (with an sm_90a tile, which has no such epilogue, the step runs {})", what);
 }
 
 Decision gemm1_activation_fusion(const RuleInput& in) {
@@ -139,19 +139,11 @@ Decision gemm1_activation_fusion(const RuleInput& in) {
 // gemm2_finalize_fusion on CUDA: below this many bytes of float32 gemm2 rows (written and read
 // once), the unfused finalize is the cheaper combine.
 constexpr double kFinalizeTrafficBytes = 16e6;
-// ... and above this many bytes of float32 accumulator (T x H x 4) the atomic combine's K reductions
-// per element stop finding their lines in L2 (50 MB on the H100 and H200, shared with the weights
-// and rows streaming through) and each reaches DRAM: then gemm2's 16-bit rows and the fixed-order
-// finalize move fewer bytes.
-constexpr double kFinalizeAccumulatorBytes = 24e6;
 
 Decision gemm2_finalize_fusion(const RuleInput& in) {
   const auto& p = in.problem;
-  // The sm_90a kernel's epilogue adds into a combined output only; a scaled store it has not.
-  const std::string one_destination_note = hopper_note(in, "gemm2, then the finalize kernel places its rows", "no scaled-store epilogue");
-  if (p.input_format == InputFormat::kMasked)
-    return on(__func__, "each row has one destination: gemm2 stores it in place" + one_destination_note);
-  if (p.no_combine) return on(__func__, "no_combine: each (token, slot) row has one destination, a scaled store" + one_destination_note);
+  if (p.input_format == InputFormat::kMasked) return on(__func__, "each row has one destination: gemm2 stores it in place");
+  if (p.no_combine) return on(__func__, "no_combine: each (token, slot) row has one destination, a scaled store");
   if (!is_cuda(in)) {
     // The CPU fused combine computes each token's rows one after the other (token-major), so w2 is
     // read once per row instead of once per expert: only worth it when experts see about one row.
@@ -179,15 +171,9 @@ Decision gemm2_finalize_fusion(const RuleInput& in) {
     return off_for_cost(__func__, fmt::format("T*K={} rows x H={}: gemm2's float32 rows and a fixed-order finalize move {:.1f} MB, "
                                               "cheaper than the atomic combine's two extra launches (zero, convert)",
                                               rows, p.hidden, row_bytes / 1e6));
-  const double accumulator_bytes = static_cast<double>(in.num_tokens) * static_cast<double>(p.hidden) * 4.0;
-  if (accumulator_bytes > kFinalizeAccumulatorBytes)
-    return off_for_cost(__func__, fmt::format("T={} x H={}: the float32 accumulator ({:.1f} MB) outgrows its share of L2, so each of the "
-                                              "K={} adds per element would reach DRAM; gemm2's rows and the fixed-order finalize move fewer bytes",
-                                              in.num_tokens, p.hidden, accumulator_bytes / 1e6, p.top_k));
   if (p.deterministic)
     return on(__func__, fmt::format("deterministic with top_k={} <= 2: atomic adds into the zeroed output are order-independent", p.top_k));
-  return on(__func__, "atomic adds of weighted rows into the zeroed output" +
-                          std::string(may_run_sm90_tile(in) ? " (sm_90a tiles too: float32 reductions from gemm2's epilogue)" : ""));
+  return on(__func__, "atomic adds of weighted rows into the zeroed output" + hopper_note(in, "gemm2, then the fixed-order finalize"));
 }
 
 std::optional<Placement> router_weight_placement(const RuleInput& in) {

@@ -160,8 +160,7 @@ TEST(MoeCuda, EveryGemmTileGivesTheSameLayer) {
 // many, and with every epilogue case: it has no bias epilogue, so with biases the activation and
 // finalize kernels add them (gated concatenated and interleaved, plain activation, the unfused
 // activation stage, no_combine, Masked, f16); with interleaved gate/up rows the gated epilogue adds
-// gemm1's bias and applies the activation itself, and with gemm2_finalize on (a combined output) the
-// finalize epilogue adds gemm2's bias and sums each row into its token.
+// gemm1's bias and applies the activation itself.
 TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
@@ -185,32 +184,6 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
     plain_bias.problem.activation.kind = Activation::kReLU2;
     plain_bias.fusions.gemm1_activation = Switch::kOff;
     cases.push_back(plain_bias);
-    // gemm2 with the finalize in its epilogue (float32 reductions into the accumulator), forced on:
-    // at these sizes the rule leaves it off for cost. Biases (f16 ones with the f16 case), the scaling
-    // factor, weight on input (factor = scale), Indexed rows, many rows per token.
-    for (int64_t T : {3, 1000}) {
-      Case fused{"finalize fused E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
-      fused.fusions.gemm2_finalize = Switch::kOn;
-      cases.push_back(fused);
-    }
-    Case fused_bias{"finalize fused, biases, scale 2.5, E8 K2 T300", base_problem(8, 2, kH, kI), 300, true};
-    fused_bias.problem.routing.routed_scaling_factor = 2.5f;
-    fused_bias.fusions.gemm2_finalize = Switch::kOn;
-    cases.push_back(fused_bias);
-    Case fused_f16{"finalize fused, f16 biases, interleaved, E16 K4 T77", base_problem(16, 4, kH, kI), 77, true};
-    fused_f16.problem.activation_dtype = DType::kF16;
-    fused_f16.problem.gate_up_layout = GateUpLayout::kInterleaved;
-    fused_f16.fusions.gemm2_finalize = Switch::kOn;
-    cases.push_back(fused_f16);
-    Case fused_on_input{"finalize fused, llama4 weight on input, E4 K1 T300", base_problem(4, 1, kH, kI), 300};
-    fused_on_input.problem.routing.method = RoutingMethod::kLlama4;
-    fused_on_input.problem.apply_router_weight_on_input = true;
-    fused_on_input.fusions.gemm2_finalize = Switch::kOn;
-    cases.push_back(fused_on_input);
-    Case fused_indexed{"finalize fused, indexed E8 K2 T77", base_problem(8, 2, kH, kI), 77};
-    fused_indexed.problem.input_format = InputFormat::kIndexed;
-    fused_indexed.fusions.gemm2_finalize = Switch::kOn;
-    cases.push_back(fused_indexed);
     for (Case c : cases) {
       c.name = std::string(tile) + ": " + c.name;
       c.fusions.whole_layer = Switch::kOff;

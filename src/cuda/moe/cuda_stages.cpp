@@ -456,10 +456,8 @@ Sm90Tile sm90_tile_of(GemmTile t) {
 // The sm_90a kernel: rows in the activation dtype into `d` (gemm1_out or gemm2_out), without bias;
 // the activation or finalize kernel completes them. With `gated` (gemm1, a gated activation, gate/up
 // rows interleaved) its epilogue applies the activation and gemm1's bias and writes gemm2's input
-// rows, I wide, into `d` (gemm2_in). With `accumulator` (gemm2, a combined output) its epilogue adds
-// each row's factor * (acc + bias) into its token's float32 sum there (g.row_dest, g.row_weight,
-// g.scale), and `d` is not written.
-Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated = false, float* accumulator = nullptr) {
+// rows, I wide, into `d` (gemm2_in).
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated = false) {
 #if MOEKIT_HAS_SM90_GEMM
   auto s = carve(c);
   if (!s.ok()) return s.status();
@@ -485,18 +483,9 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated =
     a.bias = g.bias;
     a.bias_type = g.bias_type;
   }
-  if (accumulator != nullptr) {
-    a.finalize = true;
-    a.row_dest = g.row_dest;
-    a.row_weight = g.row_weight;
-    a.scale = g.scale;
-    a.accumulator = accumulator;
-    a.bias = g.bias;
-    a.bias_type = g.bias_type;
-  }
   return launch_sm90_grouped_gemm(a, stream_of(c));
 #else
-  (void)c, (void)g, (void)d, (void)gated, (void)accumulator;
+  (void)c, (void)g, (void)d, (void)gated;
   return Status::Unsupported(std::string("gemm tile ") + gemm_tile_name(g.tile) + ": this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");
 #endif
 }
@@ -628,13 +617,10 @@ Status finalize_stage(const StageContext& c) {
 
 // gemm2 with finalize in its epilogue: one destination per row (Masked, no_combine) is a scaled
 // store; a combined output is an atomic add into a zeroed float32 accumulator, converted at the end.
-// The sm_90a kernel has the atomic epilogue (sm90_finalize_epilogue.cuh) but no scaled store: with
-// one destination per row it writes gemm2's rows and the finalize kernel places them.
 Status gemm2_finalize_stage(const StageContext& c) {
   const auto& p = c.problem;
   GemmArgs a = gemm_args(c, false);
-  const bool sm90 = is_sm90_tile(a.tile);
-  if (sm90 && !combines(p)) {
+  if (is_sm90_tile(a.tile)) {  // no finalize epilogue: gemm2's rows, then the fixed-order finalize
     MOEKIT_RETURN_IF_ERROR(gemm2_stage(c));
     return finalize_stage(c);
   }
@@ -653,13 +639,9 @@ Status gemm2_finalize_stage(const StageContext& c) {
     return launch_grouped_gemm(a, stream_of(c));
   }
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->accumulator, 0, static_cast<size_t>(count) * 4, st));
-  if (sm90) {
-    MOEKIT_RETURN_IF_ERROR(sm90_gemm(c, a, nullptr, /*gated=*/false, s->accumulator));
-  } else {
-    a.epilogue = Epilogue::kAtomicAdd;
-    a.accumulator = s->accumulator;
-    MOEKIT_RETURN_IF_ERROR(launch_grouped_gemm(a, stream_of(c)));
-  }
+  a.epilogue = Epilogue::kAtomicAdd;
+  a.accumulator = s->accumulator;
+  MOEKIT_RETURN_IF_ERROR(launch_grouped_gemm(a, stream_of(c)));
   return launch_convert(s->accumulator, c.outputs.out.data(), elem_of(p.activation_dtype), count, stream_of(c));
 }
 

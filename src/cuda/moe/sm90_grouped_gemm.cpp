@@ -82,21 +82,8 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
     if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
       return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
   }
-  if (a.finalize) {
-    if (a.gated_activation >= 0)
-      return Status::InvalidArgument("sm90 grouped GEMM: finalize and gated_activation=" + std::to_string(a.gated_activation) +
-                                     " in one call (the finalize epilogue is gemm2's, the gated one gemm1's)");
-    if (a.row_dest == nullptr || a.accumulator == nullptr)
-      return Status::InvalidArgument("sm90 grouped GEMM: the finalize epilogue needs row_dest and accumulator");
-    if (reinterpret_cast<uintptr_t>(a.accumulator) % 16 != 0)
-      return Status::InvalidArgument("sm90 grouped GEMM: accumulator must be 16-byte aligned (the epilogue's 16-byte reductions)");
-    if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
-      return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
-  }
   Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
-  if (a.finalize)
-    with_tile(a.tile, [&](auto tile) { st = sm90::launch_finalize_tile<decltype(tile)::value>(a, stream); });
-  else if (a.gated_activation >= 0)
+  if (a.gated_activation >= 0)
     with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(a, stream); });
   else
     with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });

@@ -53,22 +53,11 @@ struct Sm90GemmArgs {
   // gemm1 with its gated activation in the epilogue (gated_activation: a gated moekit::Activation;
   // -1 for a plain GEMM). B's gate and up rows are interleaved (gate j at row 2j, up j at 2j + 1) and
   // D gets act(gate + bias, up + bias) for each row: n / 2 columns, row stride n / 2, in the input
-  // type (d_type == type). The bias, if any, is [experts, n] (interleaved like B) of bias_type; the
-  // finalize epilogue (below) adds its [experts, n] bias too.
+  // type (d_type == type). The bias, if any, is [experts, n] (interleaved like B) of bias_type.
   int gated_activation = -1;
   float alpha = 1.0f, limit = 0.0f;  // kSwiGLUClamped's
   const void* bias = nullptr;
   Elem bias_type = Elem::kF32;
-  // gemm2 with the finalize in the epilogue (finalize = true, gated_activation -1; d is not written and
-  // may be null): routed row r of expert e (r counted from offsets[0]) adds
-  //   factor(r) * (acc + bias[e, :]),  factor(r) = scale * (row_weight ? row_weight[r] : 1),
-  // to accumulator[row_dest[r], :], a float32 [out rows, n] array the caller zeroed (16-byte aligned),
-  // with float32 reductions in L2 in the order the tiles finish (sm90_finalize_epilogue.cuh).
-  bool finalize = false;
-  const int32_t* row_dest = nullptr;
-  const float* row_weight = nullptr;
-  float scale = 1.0f;
-  float* accumulator = nullptr;
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)

@@ -1,8 +1,7 @@
 // The sm_90a grouped GEMM's CUTLASS side: one configuration per Sm90Tile (tile shape, schedule,
-// cluster) and epilogue (a plain TMA store, the gated activation of sm90_gated_epilogue.cuh or the
-// finalize of sm90_finalize_epilogue.cuh), the
+// cluster) and epilogue (a plain TMA store, or the gated activation of sm90_gated_epilogue.cuh), the
 // per-group setup kernel, and the launch. Included only by sm90_tile_instance.cu, which CMake compiles
-// three times per tile (MOEKIT_SM90_TILE, MOEKIT_SM90_EPILOGUE) so that the CUTLASS instantiations, about a
+// twice per tile (MOEKIT_SM90_TILE, MOEKIT_SM90_GATED) so that the CUTLASS instantiations, about a
 // minute of nvcc each, build in parallel.
 //
 // What the host passes to CUTLASS (checked against CUTLASS 4.2.0's code):
@@ -43,7 +42,6 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "cuda/cuda_check.h"
-#include "cuda/moe/sm90_finalize_epilogue.cuh"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
@@ -68,11 +66,6 @@ struct PingPong {
   using KernelSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
 };
-
-// The epilogue a configuration runs: the plain store of D (CUTLASS's LinearCombination through a TMA
-// store), gemm1's gated activation (sm90_gated_epilogue.cuh) or gemm2's finalize
-// (sm90_finalize_epilogue.cuh).
-enum class Epi { kPlain, kGated, kFinalize };
 
 // Sm90Tile -> CUTLASS configuration (sm90_grouped_gemm.h says why these clusters).
 template <Sm90Tile T>
@@ -105,20 +98,18 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
   using ClusterShape = Shape<_1, _1, _1>;
 };
 
-// kGated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh); kFinalize: gemm2
-// with the weighted combine in it (sm90_finalize_epilogue.cuh). Both write from registers (no shared
-// memory: the mainloop gets the epilogue's share for its stages).
+// Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
+// from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
 // Mainloop maps CUTLASS's collective mainloop to the one the kernel runs: PlainMainloop keeps it;
 // the experiments in bench/sm90_overlap derive from it (the kernel calls its load() and mma() by
 // name, so a derived type that redefines one changes that side only).
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
-template <typename ElementAB, typename ElementD, class Traits, Epi E = Epi::kPlain,
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = PlainMainloop>
 struct Config {
-  static constexpr Epi kEpi = E;
-  static constexpr bool kGated = E == Epi::kGated;
+  static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
   using ClusterShape = typename Traits::ClusterShape;
   using KernelSchedule = typename Traits::KernelSchedule;
@@ -138,10 +129,7 @@ struct Config {
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
-  using FinalizeEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
-      FinalizeEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
-  using CollectiveEpilogue =
-      std::conditional_t<E == Epi::kGated, GatedEpilogue, std::conditional_t<E == Epi::kFinalize, FinalizeEpilogue, PlainEpilogue>>;
+  using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
 
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
@@ -203,7 +191,7 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
   shapes[e] = UnderlyingShape{static_cast<int>(end - begin), n, k};
   ptr_a[e] = a + begin * k;
   ptr_b[e] = b + static_cast<int64_t>(e) * n * k;
-  ptr_d[e] = d != nullptr ? d + begin * n_out : nullptr;  // none with the finalize epilogue
+  ptr_d[e] = d + begin * n_out;
   typename Cfg::StrideA sa{};
   get<0>(sa) = k;  // (M, K, L): row stride K
   typename Cfg::StrideB sb{};
@@ -218,7 +206,7 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
 template <class Cfg>
 typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shapes, void* ptr_a, void* stride_a,
                                              void* ptr_b, void* stride_b, void* ptr_d, void* stride_d,
-                                             int sm_count, const Sm90GemmArgs* extra = nullptr) {
+                                             int sm_count, const Sm90GemmArgs* gated = nullptr) {
   using Gemm = typename Cfg::Gemm;
   using ElementAB = typename Gemm::ElementA;
   using ElementD = typename Gemm::GemmKernel::ElementD;
@@ -233,23 +221,12 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
   args.mainloop.dB = static_cast<typename Cfg::StrideB*>(stride_b);
-  if constexpr (Cfg::kEpi == Epi::kGated) {
-    args.epilogue.activation = extra ? extra->gated_activation : 0;
-    args.epilogue.alpha = extra ? extra->alpha : 1.0f;
-    args.epilogue.limit = extra ? extra->limit : 0.0f;
-    args.epilogue.bias = extra ? extra->bias : nullptr;
-    args.epilogue.bias_type = extra ? extra->bias_type : Elem::kF32;
-  } else if constexpr (Cfg::kEpi == Epi::kFinalize) {
-    if (extra) {
-      args.epilogue.expert_offsets = extra->expert_offsets;
-      args.epilogue.max_rows = extra->max_rows;
-      args.epilogue.row_dest = extra->row_dest;
-      args.epilogue.row_weight = extra->row_weight;
-      args.epilogue.scale = extra->scale;
-      args.epilogue.accumulator = extra->accumulator;
-      args.epilogue.bias = extra->bias;
-      args.epilogue.bias_type = extra->bias_type;
-    }
+  if constexpr (Cfg::kGated) {
+    args.epilogue.activation = gated ? gated->gated_activation : 0;
+    args.epilogue.alpha = gated ? gated->alpha : 1.0f;
+    args.epilogue.limit = gated ? gated->limit : 0.0f;
+    args.epilogue.bias = gated ? gated->bias : nullptr;
+    args.epilogue.bias_type = gated ? gated->bias_type : Elem::kF32;
   } else {
     auto& fusion = args.epilogue.thread;
     fusion.alpha = 1.0f;
@@ -277,11 +254,10 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
-template <typename ElementAB, typename ElementD, class Traits, Epi E = Epi::kPlain,
+template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = PlainMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Config<ElementAB, ElementD, Traits, E, Mainloop>;
-  constexpr bool Gated = E == Epi::kGated;
+  using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
 
   const ScratchLayout lay(a.experts);
@@ -349,20 +325,10 @@ template <Sm90Tile T>
 Status launch_gated_tile(const Sm90GemmArgs& a, void* stream) {
   using Traits = TileTraits<T>;
   if (a.type == Elem::kBF16 && a.d_type == Elem::kBF16)
-    return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, Epi::kGated>(a, stream);
-  if (a.type == Elem::kF16 && a.d_type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits, Epi::kGated>(a, stream);
+    return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true>(a, stream);
+  if (a.type == Elem::kF16 && a.d_type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits, true>(a, stream);
   return Status::Unsupported(std::string("sm90 grouped GEMM, gated epilogue: output type ") + elem_name(a.d_type) + " for " +
                              elem_name(a.type) + " inputs (the gated epilogue writes the input type)");
-}
-
-// The finalize epilogue writes no D (its sums go to the float32 accumulator): one kernel per input
-// type, D's type named as the input's.
-template <Sm90Tile T>
-Status launch_finalize_tile(const Sm90GemmArgs& a, void* stream) {
-  using Traits = TileTraits<T>;
-  if (a.type == Elem::kBF16) return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, Epi::kFinalize>(a, stream);
-  if (a.type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits, Epi::kFinalize>(a, stream);
-  return Status::Unsupported(std::string("sm90 grouped GEMM, finalize epilogue: input type ") + elem_name(a.type));
 }
 
 // The gated configurations need no more workspace than the plain ones (the same mainloop

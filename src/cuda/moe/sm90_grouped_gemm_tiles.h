@@ -1,6 +1,6 @@
 // The per-tile entry points of the sm_90a grouped GEMM, between the dispatcher
 // (sm90_grouped_gemm.cpp, plain C++) and the CUTLASS instantiations (sm90_tile_instance.cu, built once
-// per Sm90Tile and epilogue with MOEKIT_SM90_TILE and MOEKIT_SM90_EPILOGUE set). Internal to moekit_cuda_sm90.
+// per Sm90Tile with MOEKIT_SM90_TILE set). Internal to moekit_cuda_sm90.
 #pragma once
 
 #include <cstddef>
@@ -16,10 +16,6 @@ Status launch_tile(const Sm90GemmArgs& a, void* stream);
 // The same with the gated-activation epilogue (a.gated_activation >= 0; 16-bit D of the input type).
 template <Sm90Tile T>
 Status launch_gated_tile(const Sm90GemmArgs& a, void* stream);
-
-// The same with the finalize epilogue (a.finalize: sums into a.accumulator, no D).
-template <Sm90Tile T>
-Status launch_finalize_tile(const Sm90GemmArgs& a, void* stream);
 
 // The scratch tile T needs for `experts` groups on `sm_count` SMs.
 template <Sm90Tile T>
