@@ -2,9 +2,16 @@
 // src/cuda/bench_timing.cu), bf16 dense GEMM through cublasGemmEx and fp8 (e4m3) dense GEMM through
 // cuBLASLt, each M = N = K = 8192, median of event-timed runs. An fp8 GEMM cuBLASLt cannot run here
 // (no fp8 tensor cores before sm_89) is reported as n/a with the reason, not as an error.
+//
+// The GEMMs' operands are random, like the layer's weights and rows: a tensor core's power, and so
+// the clock a power-limited GPU holds, depends on the bits it multiplies. On the H200 cuBLAS ran the
+// 8192^3 bf16 GEMM at 892 TFLOP/s on constant operands (every byte 0x3C, what this file used to fill
+// them with) and at 763 on uniform random ones (docs/perf-notes.md step 20, bench/probes/
+// gemm_ceiling_probe.cu); the layer is timed on random data, so its floor takes the random rate.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -38,13 +45,46 @@ Result<double> gemm_rate(const std::function<Status(void*)>& launch) {
   return 2.0 * kN * kN * kN / (median_of(*us) * 1e-6);
 }
 
+// A 64-bit mix of (index, seed) (splitmix64's finalizer): independent-looking bits per element.
+__device__ uint64_t mix(uint64_t i, uint64_t seed) {
+  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 32);
+}
+
+// bf16 operands: uniform in [-1, 1), the float's top 16 bits.
+__global__ void fill_random_bf16(uint16_t* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const float u = static_cast<float>(mix(i, seed) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    p[i] = static_cast<uint16_t>(__float_as_uint(u) >> 16);
+  }
+}
+
+// e4m3 operands: random codes, the two NaN codes (S.1111.111) moved to the largest finite ones.
+__global__ void fill_random_e4m3(uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    uint8_t b = static_cast<uint8_t>(mix(i, seed));
+    if ((b & 0x7F) == 0x7F) b ^= 1;
+    p[i] = b;
+  }
+}
+
+// A and B random (in_bytes 2: bf16, 1: e4m3), C allocated.
 Status alloc_operands(DeviceBuffer& a, DeviceBuffer& b, DeviceBuffer& c, size_t in_bytes, size_t out_bytes) {
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, kN * kN * in_bytes));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, kN * kN * in_bytes));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.p, kN * kN * out_bytes));
-  // Small non-zero values (0x3C bytes: about 0.01 in bf16, 1.0 in e4m3): no denormal or zero shortcuts.
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(a.p, 0x3C, kN * kN * in_bytes));
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(b.p, 0x3C, kN * kN * in_bytes));
+  const size_t n = static_cast<size_t>(kN * kN);
+  uint64_t seed = 1;
+  for (void* p : {a.p, b.p}) {
+    if (in_bytes == 2) fill_random_bf16<<<1024, 256>>>(static_cast<uint16_t*>(p), n, seed++);
+    else fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(p), n, seed++);
+  }
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return Status::Ok();
 }
 
@@ -125,8 +165,9 @@ Result<std::vector<Ceiling>> measure_cuda_ceilings() {
   if (!bw.ok()) return bw.status();
   c.push_back({"read bandwidth", *bw, "GB/s", "streaming read of 1 GiB, 16-byte loads, median of 10"});
   // A GEMM that fails is reported with its reason; the floor then has no compute bound for it.
-  for (auto [name, rate, how] : {std::tuple{"bf16 dense GEMM", bf16_gemm_rate(), "cublasGemmEx 8192^3, fp32 accumulate, median of 10"},
-                                 {"fp8 dense GEMM", fp8_gemm_rate(), "cublasLtMatmul e4m3 8192^3 -> bf16, median of 10"}}) {
+  for (auto [name, rate, how] :
+       {std::tuple{"bf16 dense GEMM", bf16_gemm_rate(), "cublasGemmEx 8192^3, random operands, fp32 accumulate, median of 10"},
+        {"fp8 dense GEMM", fp8_gemm_rate(), "cublasLtMatmul e4m3 8192^3 -> bf16, random operands, median of 10"}}) {
     if (rate.ok()) c.push_back({name, *rate, "TFLOP/s", how});
     else c.push_back({name, 0.0, "TFLOP/s", rate.status().to_string()});
   }
