@@ -40,7 +40,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // The shapes CSV: a header naming columns (tokens, and preset and/or experts, top_k, hidden,
-// intermediate; optional activation, dtype, quant, routing, format, local_experts, local_begin,
+// intermediate; optional activation, dtype, quant, routing, format, gate_up, local_experts, local_begin,
 // group_size, n_group, topk_group, renormalize, scaling), then one shape per line; `tokens` may list
 // several counts separated by ';'. Lines starting with '#' are comments.
 Result<std::vector<tune::TuneShape>> read_shapes(const std::string& path) {
@@ -85,6 +85,7 @@ Result<std::vector<tune::TuneShape>> read_shapes(const std::string& path) {
         else if (c == "quant") po.quant = v;
         else if (c == "routing") po.routing = v;
         else if (c == "format") po.format = v;
+        else if (c == "gate_up") po.gate_up = v;
         else return bad(fmt::format("unknown column '{}'", c));
       }
     } catch (const std::exception&) {
@@ -115,7 +116,9 @@ std::string self_path() {
 }
 
 void print_report(const tune::ShapeReport& r, size_t i, size_t n) {
-  fmt::print("shape {}/{}  {}\n", i + 1, n, problem_summary(r.shape.problem, r.shape.tokens));
+  // The layout is part of the problem key; say it where it is not the default.
+  const bool interleaved = r.shape.problem.gate_up_layout == GateUpLayout::kInterleaved;
+  fmt::print("shape {}/{}  {}{}\n", i + 1, n, problem_summary(r.shape.problem, r.shape.tokens), interleaved ? " gate_up=interleaved" : "");
   if (r.tuned) {
     const double h = r.row.heuristic_us;
     fmt::print("  heuristic {:.1f} us   tuned {:.1f} us ({:.2f}x)   {} {:.1e}   choice {}\n", h, r.row.time_us, r.row.time_us > 0 ? h / r.row.time_us : 0.0,
