@@ -1,0 +1,45 @@
+// The tuned tables committed under bench/tune/ (what a user points MOEKIT_TUNING_TABLE at): each loads,
+// and every row's choice is legal for its problem and tuned token count on its architecture, so a
+// row that names a removed or renamed knob value fails here instead of being ignored at run time.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "moekit/plan.h"
+#include "moekit/tuning.h"
+
+namespace moekit {
+namespace {
+
+// Whether this build's registry offers the sm_90a tiles (a CUDA build with 90a among its archs).
+bool sm90_tiles_built(const DeviceTarget& sm90) {
+  MoeProblem p{.num_experts = 8, .top_k = 2, .hidden = 256, .intermediate = 256,
+               .routing = {.method = RoutingMethod::kSoftmaxTopK, .renormalize = true}};
+  for (const KnobSpec& k : knob_space(PlanQuery{p, 1024, {}}, sm90))
+    for (const std::string& v : k.values)
+      if (v.starts_with("sm90_")) return true;
+  return false;
+}
+
+TEST(CommittedTables, EveryRowIsLegalForItsProblem) {
+  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
+  if (!sm90_tiles_built(sm90)) GTEST_SKIP() << "this build has no sm_90a tiles, which the tables name";
+  for (const char* name : {"h200.csv", "h100.csv"}) {
+    const std::string path = std::string(MOEKIT_SOURCE_DIR) + "/bench/tune/" + name;
+    auto table = TuningTable::load(path);
+    ASSERT_TRUE(table.ok()) << table.status().to_string();
+    EXPECT_FALSE(table->rows.empty()) << path;
+    for (const TuningRow& row : table->rows) {
+      SCOPED_TRACE(path + " line " + std::to_string(row.line));
+      EXPECT_EQ(row.device.compute_capability, 90);
+      EXPECT_EQ(row.bucket, token_bucket(row.tokens));
+      auto problem = parse_problem_key(row.problem);
+      ASSERT_TRUE(problem.ok()) << problem.status().to_string();
+      const Status st = check_choice(PlanQuery{*problem, row.tokens, {}}, sm90, row.choice);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moekit
