@@ -126,13 +126,14 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
 }
 
 // Above 32 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements take
-// the 128 x 128 tile (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows; 3.1M and 1.6M) both,
-// GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); not at 32 rows (Qwen3 T=512) or 128
-// (Qwen3 T=2048), nor DeepSeek-V3 T=1024 (29M and 15M) or Mixtral T=256 (117M and 59M).
-TEST(Knobs, SmallExpertsAt33To64RowsTakeThe128x128Tile) {
+// the 64 x 128 tile without its cluster (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows;
+// 3.1M and 1.6M) both, GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); at 32 rows (Qwen3
+// T=512) the clustered 64 x 128 tile, at 128 (Qwen3 T=2048) 128 x 256; DeepSeek-V3 T=1024 (29M and
+// 15M) and Mixtral T=256 (117M and 59M) 128 x 256.
+TEST(Knobs, SmallExpertsAt33To64RowsTakeThe64x128TileWithoutItsCluster) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string mid = "sm90_m128n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
+  const std::string mid = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("qwen3-30b-a3b", 1024), std::make_pair(mid, mid));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 600), std::make_pair(mid, mid));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 512), std::make_pair(small, small));

@@ -236,8 +236,8 @@ struct GemmArgs {
 };
 // Above kSm90MinRows routed rows (from it for large experts, below) a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
 // tiles up to kSm90SmallTileMaxRows rows per active expert (with a 1 x 2 cluster, except above
-// kSm90ClusterMaxRows for large experts, below), its 128 x 256 tiles (no cluster) above (128 x 128 for smaller experts
-// up to kSm90MidTileMaxRows, below). Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
+// kSm90ClusterMaxRows for large experts, below), and for smaller experts up to kSm90MidTileMaxRows
+// (without a cluster, below); its 128 x 256 tiles (no cluster) above. Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
 // (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
 //  - 64 x 128 against the stream and mma.sync tiles at 8-32 rows per expert: DeepSeek-V3 T=64 1823
 //    against 2345 us, Mixtral T=64 705 / 756, Qwen3 T=64 320 / 340; level at T=16 (GPT-OSS 612 /
@@ -267,12 +267,13 @@ inline constexpr double kSm90ClusterMaxRows = 16;
 // T=4 837 / 829, GPT-OSS T=8 550 / 535, T=4 302 / 288), within 0.4% at GPT-OSS T=16 (927 / 923).
 inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
 // Above kSm90SmallTileMaxRows and up to this many rows per active expert, a GEMM whose expert weight
-// is below kSm90LargeExpert takes the 128 x 128 x 128 tile instead of 128 x 256 x 64. Measured on an
-// H100 (docs/perf-notes.md step 18, each tile forced on both GEMMs, two runs of each in turns), stage
-// times at 64 rows per expert: Qwen3 T=1024 gemm1 (3.1M) 302 / 320 us, gemm2 (1.6M) 186 / 185;
-// GPT-OSS T=2048 gemm2 (8.3M) 833 / 877. Larger weights lost: GPT-OSS gemm1 (17M) won by 2.4% but
-// DeepSeek-V3 T=1024 gemm2 (15M) lost by 7% and its gemm1 (29M) by 3%, Mixtral gemm1 (117M) at
-// T=256 by 4%. At 128 rows and more (Qwen3 T=2048, Mixtral T=512) it lost everywhere.
+// is below kSm90LargeExpert keeps the 64 x 128 x 128 tile, without its cluster, instead of taking
+// 128 x 256 x 64. Measured on the H200 (docs/perf-notes.md step 20 h, two runs of each in turns),
+// the layer against the 128 x 128 x 128 tile this range took before: Qwen3 (3.1M and 1.6M) T=600
+// 356 against 432 us, T=800 364 / 434, T=1024 389 / 427; GPT-OSS gemm2 (8.3M) T=1100 1684 / 1848,
+// T=1536 1728 / 1868, T=2048 1834 / 1900. (128 x 128 had been chosen on an H100 against 128 x 256,
+// step 18; the 64 x 128 tile without a cluster was faster there too at Qwen3 T=1024, 513 against 520
+// us.) Large weights keep 128 x 256: DeepSeek-V3 T=1024 (29M and 15M) lost 3-7% on 128 x 128 (step 18).
 inline constexpr double kSm90MidTileMaxRows = 64;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
