@@ -7,23 +7,14 @@
 
 #include "moekit/plan.h"
 #include "moekit/tuning.h"
+#include "sm90_tiles_built.h"
 
 namespace moekit {
 namespace {
 
-// Whether this build's registry offers the sm_90a tiles (a CUDA build with 90a among its archs).
-bool sm90_tiles_built(const DeviceTarget& sm90) {
-  MoeProblem p{.num_experts = 8, .top_k = 2, .hidden = 256, .intermediate = 256,
-               .routing = {.method = RoutingMethod::kSoftmaxTopK, .renormalize = true}};
-  for (const KnobSpec& k : knob_space(PlanQuery{p, 1024, {}}, sm90))
-    for (const std::string& v : k.values)
-      if (v.starts_with("sm90_")) return true;
-  return false;
-}
-
 TEST(CommittedTables, EveryRowIsLegalForItsProblem) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "this build has no sm_90a tiles, which the tables name";
   const DeviceTarget sm90 = *DeviceTarget::named("sm90");
-  if (!sm90_tiles_built(sm90)) GTEST_SKIP() << "this build has no sm_90a tiles, which the tables name";
   for (const char* name : {"h200.csv", "h100.csv"}) {
     const std::string path = std::string(MOEKIT_SOURCE_DIR) + "/bench/tune/" + name;
     auto table = TuningTable::load(path);

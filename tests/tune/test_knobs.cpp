@@ -7,6 +7,7 @@
 
 #include "moekit/plan.h"
 #include "moekit/presets.h"
+#include "sm90_tiles_built.h"
 #include "tune/tuner.h"
 
 namespace moekit {
@@ -87,14 +88,6 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(one, "decode.split"), nullptr);
   EXPECT_EQ(find(one, "fusion.whole_layer")->heuristic, "on");
   EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
-}
-
-// Whether this build can plan the sm_90a kernel on sm_90 (a CUDA backend built with MOEKIT_HAS_SM90_GEMM).
-bool sm90_tiles_built() {
-  if (!default_registry().has_backend(BackendKind::kCuda)) return false;
-  const auto space = knob_space({qwen3(), 1024, {}}, *DeviceTarget::named("sm90"));
-  const auto& names = find(space, "gemm1.tile")->values;
-  return std::find(names.begin(), names.end(), "sm90_m128n256k64_c1x1") != names.end();
 }
 
 // The heuristic's gemm1 and gemm2 tiles on sm_90 for a public preset (unquantized) at T tokens.

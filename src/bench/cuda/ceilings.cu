@@ -19,6 +19,8 @@
 #include "bench/layer_bench.h"
 #include "cuda/bench_timing.h"
 #include "cuda/cuda_check.h"
+#include "cuda/random_fill.h"
+#include "runner/random_bits.h"
 
 namespace moekit::bench {
 namespace {
@@ -45,43 +47,32 @@ Result<double> gemm_rate(const std::function<Status(void*)>& launch) {
   return 2.0 * kN * kN * kN / (median_of(*us) * 1e-6);
 }
 
-// A 64-bit mix of (index, seed) (splitmix64's finalizer): independent-looking bits per element.
-__device__ uint64_t mix(uint64_t i, uint64_t seed) {
-  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 32);
-}
-
-// bf16 operands: uniform in [-1, 1), the float's top 16 bits.
-__global__ void fill_random_bf16(uint16_t* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const float u = static_cast<float>(mix(i, seed) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    p[i] = static_cast<uint16_t>(__float_as_uint(u) >> 16);
-  }
-}
-
-// e4m3 operands: random codes, the two NaN codes (S.1111.111) moved to the largest finite ones.
+// e4m3 operands: random codes (random_bits, the generator of the random layers), the two NaN codes
+// (S.1111.111) moved to the largest finite ones.
 __global__ void fill_random_e4m3(uint8_t* p, size_t n, uint64_t seed) {
+  const uint64_t base = random_bits::stream_base(seed, 0);
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    uint8_t b = static_cast<uint8_t>(mix(i, seed));
+    uint8_t b = static_cast<uint8_t>(random_bits::mix(base + i));
     if ((b & 0x7F) == 0x7F) b ^= 1;
     p[i] = b;
   }
 }
 
-// A and B random (in_bytes 2: bf16, 1: e4m3), C allocated.
+// A and B random (in_bytes 2: bf16 uniform in [-1, 1), as the random layers' weights; 1: e4m3 codes),
+// C allocated.
 Status alloc_operands(DeviceBuffer& a, DeviceBuffer& b, DeviceBuffer& c, size_t in_bytes, size_t out_bytes) {
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, kN * kN * in_bytes));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, kN * kN * in_bytes));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.p, kN * kN * out_bytes));
-  const size_t n = static_cast<size_t>(kN * kN);
+  int device = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   uint64_t seed = 1;
   for (void* p : {a.p, b.p}) {
-    if (in_bytes == 2) fill_random_bf16<<<1024, 256>>>(static_cast<uint16_t*>(p), n, seed++);
-    else fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(p), n, seed++);
+    if (in_bytes == 2) {
+      MOEKIT_RETURN_IF_ERROR(cuda::fill_uniform_device(TensorView(p, DType::kBF16, {kN, kN}, Device::cuda(device)), 1.0, seed++, 0));
+    } else {
+      fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(p), static_cast<size_t>(kN * kN), seed++);
+    }
   }
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
