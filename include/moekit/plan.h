@@ -54,6 +54,10 @@ struct FusionControls {
   Switch gemm1_activation = Switch::kAuto;
   Switch gemm2_finalize = Switch::kAuto;
   Switch whole_layer = Switch::kAuto;
+  // When not empty, the one whole-layer implementation the plan may take (a registered name such as
+  // "cuda.decode_layer"): the others are listed as declined. Where several take a problem the first
+  // registered is tried first; this reaches a later one (tests, A/B measurements).
+  std::string whole_layer_impl;
   Switch get(Fusion f) const;
 };
 

@@ -190,6 +190,10 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
   } else {
     std::string preference;  // an accepting implementation the stages are preferred to, and why
     for (const FusedLayerImpl* impl : candidates) {
+      if (!options.fusions.whole_layer_impl.empty() && impl->name != options.fusions.whole_layer_impl) {
+        plan.declined.push_back(fmt::format("{}: not the caller's whole-layer implementation ({})", impl->name, options.fusions.whole_layer_impl));
+        continue;
+      }
       if (auto why = impl->declines(query)) {
         plan.declined.push_back(fmt::format("{}: {}", impl->name, *why));
         continue;

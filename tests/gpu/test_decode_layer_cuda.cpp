@@ -20,9 +20,11 @@ namespace {
 
 constexpr const char* kDecode = "cuda.decode_layer";
 
-// The decode layer is off by default (the stages are preferred for cost): every case turns it on.
+// The decode layer is off by default (the stages are preferred for cost), and up to T = 8 the GEMV
+// kernels are registered before it: every case turns it on by name.
 Outcome run_decode(Case c, uint64_t seed) {
   c.fusions.whole_layer = Switch::kOn;
+  c.fusions.whole_layer_impl = kDecode;
   return run_case(c, seed);
 }
 
@@ -205,6 +207,7 @@ TEST(DecodeLayerCuda, GraphReplaysWithNewRouting) {
   p.routing.topk_group = 4;
   FusionControls on;
   on.whole_layer = Switch::kOn;
+  on.whole_layer_impl = kDecode;
   expect_graph_replays_with_new_routing({.problem = p, .tokens = 4, .layer_seed = 61, .logits_seed = 80, .replays = 4, .fusions = on, .first_step = kDecode});
 }
 

@@ -25,10 +25,12 @@ TEST(MoeCuda, StandardSoftmaxAtOddTokenCounts) {
     Case c{"softmax E8 K2 T" + std::to_string(T), base_problem(8, 2, kH, kI), T};
     expect_within_tolerance(c, 100 + T);
   }
-  // T = 1 on the stages too (the default there is the one-token kernel).
-  Case one{"softmax E8 K2 T1, whole_layer off", base_problem(8, 2, kH, kI), 1};
-  one.fusions.whole_layer = Switch::kOff;
-  expect_within_tolerance(one, 101);
+  // T = 1 and 3 on the stages too (the defaults there are the one-token and few-token kernels).
+  for (int64_t T : {1, 3}) {
+    Case c{"softmax E8 K2 T" + std::to_string(T) + ", whole_layer off", base_problem(8, 2, kH, kI), T};
+    c.fusions.whole_layer = Switch::kOff;
+    expect_within_tolerance(c, 100 + T);
+  }
 }
 
 TEST(MoeCuda, RoutingMethodsAndWideExperts) {

@@ -28,7 +28,7 @@ void ProblemOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--deterministic", deterministic, "bitwise-reproducible output (no atomics in reductions)");
   cmd.add_flag("--no-combine", no_combine, "output [T, K, H] instead of the combined [T, H]");
   cmd.add_flag("--weight-on-input", weight_on_input, "apply_router_weight_on_input (top_k must be 1)");
-  cmd.add_option("--fusion", fusions, "NAME=on|off|auto for routing_prologue, gemm1_activation, gemm2_finalize, whole_layer (repeatable)");
+  cmd.add_option("--fusion", fusions, "NAME=on|off|auto for routing_prologue, gemm1_activation, gemm2_finalize, whole_layer; whole_layer=IMPL (e.g. cuda.decode_layer) forces that implementation (repeatable)");
 }
 
 Result<MoeProblem> ProblemOptions::resolve() const {
@@ -80,7 +80,11 @@ Result<FusionControls> ProblemOptions::fusion_controls() const {
     if (value == "on") sw = Switch::kOn;
     else if (value == "off") sw = Switch::kOff;
     else if (value == "auto") sw = Switch::kAuto;
-    else return Status::InvalidArgument(fmt::format("--fusion {}: the value must be on, off or auto", item));
+    else if (name == "whole_layer" && !value.empty()) {
+      // whole_layer=NAME: that implementation only, forced on (cuda.decode_layer, cuda.decode_tokens, ...)
+      f.whole_layer_impl = value;
+      sw = Switch::kOn;
+    } else return Status::InvalidArgument(fmt::format("--fusion {}: the value must be on, off or auto (whole_layer also takes an implementation's name)", item));
     if (name == "routing_prologue") f.routing_prologue = sw;
     else if (name == "gemm1_activation") f.gemm1_activation = sw;
     else if (name == "gemm2_finalize") f.gemm2_finalize = sw;

@@ -114,9 +114,10 @@ size_t sm90_scratch_bytes(const MoeProblem& p) {
 const std::vector<InputFormat> kDecodeLayerFormats = {InputFormat::kStandard, InputFormat::kPreRouted};
 std::optional<std::string> decode_layer_declines(const PlanQuery& q);
 std::optional<std::string> decode_token_declines(const PlanQuery& q);
+std::optional<std::string> decode_tokens_declines(const PlanQuery& q);
 
 // The decode region of the scratch, for a problem and token count: the decode layer's (its
-// counters, lists and gemm2 partial rows at the largest split) or the one-token kernel's (its float
+// counters, lists and gemm2 partial rows at the largest split) or the GEMV kernels' (their float
 // act and gemm2 rows), whichever is larger among those that take the problem, by the
 // registrations' formats and their declines, so the workspace and the plan cannot disagree. Weight
 // traits enter neither decision.
@@ -126,6 +127,7 @@ size_t decode_scratch_bytes(const MoeProblem& p, int64_t tokens) {
   size_t bytes = 0;
   if (!decode_layer_declines(q)) bytes = decode_layer_scratch_bytes(tokens, p.top_k, p.hidden, kDecodeMaxSplit);
   if (!decode_token_declines(q)) bytes = std::max(bytes, decode_token_scratch_bytes(p.top_k, p.hidden, p.intermediate));
+  if (!decode_tokens_declines(q)) bytes = std::max(bytes, decode_tokens_scratch_bytes(tokens, p.top_k, p.hidden, p.intermediate));
   return bytes;
 }
 
@@ -383,6 +385,23 @@ std::optional<std::string> decode_token_declines(const PlanQuery& q) {
   if (smem > kDecodeTokenSmemBudget)
     return fmt::format("{} bytes of shared memory (the hidden row of H={} in float, the slot tables, the routing scratch of E={}) > {}", smem,
                        p.hidden, p.num_experts, kDecodeTokenSmemBudget);
+  return std::nullopt;
+}
+
+// Why the few-token kernel (decode_tokens.cu) does not take this problem (nullopt: it does).
+std::optional<std::string> decode_tokens_declines(const PlanQuery& q) {
+  const auto& p = q.problem;
+  if (q.num_tokens < 2 || q.num_tokens > kDecodeTokensMax)
+    return fmt::format("T={}: the few-token kernel runs T = 2..{} (the one-token kernel takes T=1, the stages the rest)", q.num_tokens,
+                       kDecodeTokensMax);
+  if (q.num_tokens * p.top_k > kDecodeTokensMaxSlots)
+    return fmt::format("T*top_k={} > {}: one warp groups the routed slots", q.num_tokens * p.top_k, kDecodeTokensMaxSlots);
+  if (auto why = decode_kernels_decline(p)) return why;
+  const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
+  const int64_t smem = decode_tokens_smem_bytes(q.num_tokens, p.num_experts, n_group, p.top_k, p.hidden);
+  if (smem > kDecodeTokenSmemBudget)
+    return fmt::format("{} bytes of shared memory (T={} hidden rows of H={} in float, the slot tables, T routing scratches of E={}) > {}", smem,
+                       q.num_tokens, p.hidden, p.num_experts, kDecodeTokenSmemBudget);
   return std::nullopt;
 }
 
@@ -701,6 +720,15 @@ Status decode_token_stage(const StageContext& c) {
   return launch_decode_token(a, stream_of(c));
 }
 
+// The whole layer for 2..kDecodeTokensMax tokens: a reset launch and one GEMV kernel (decode_tokens.cu).
+Status decode_tokens_stage(const StageContext& c) {
+  auto s = carve(c);
+  if (!s.ok()) return s.status();
+  DecodeLayerArgs a = decode_args(c, *s);
+  a.sm_count = device_sm_count();
+  return launch_decode_tokens(a, stream_of(c));
+}
+
 // ---- checks ----------------------------------------------------------------------------------------
 Status check_aligned(std::string_view name, const TensorView& t, size_t bytes) {
   if (t.data() != nullptr && reinterpret_cast<uintptr_t>(t.data()) % bytes != 0)
@@ -742,8 +770,10 @@ Status register_cuda_backend(Registry& r) {
                      .rows_dtype = DType::kF32,
                      .operands_in_activation_dtype = true});
   r.set_knob_space(cuda, knob_space);
-  // The one-token kernel first: where both take a problem (T = 1), it is the one tried.
+  // The GEMV kernels first: where they and the decode layer take a problem (T <= 8), they are tried
+  // first (the decode layer prefers the stages; FusionControls::whole_layer_impl picks it by name).
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_token", cuda, kDecodeLayerFormats, decode_token_declines, decode_token_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_tokens", cuda, kDecodeLayerFormats, decode_tokens_declines, decode_tokens_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, kDecodeLayerFormats, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));

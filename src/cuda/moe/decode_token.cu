@@ -1,6 +1,6 @@
 // The whole MoE layer for one token (decode at batch 1) as a weight-streaming GEMV, in two launches:
 //
-//   decode_token_reset_kernel  waits for the previous kernel, lets the next one start, and fills the
+//   sentinel_reset_kernel      waits for the previous kernel, lets the next one start, and fills the
 //                              scratch's float rows (act, y) with a sentinel: "not written yet".
 //   decode_token_kernel        one CTA per SM, 16 warps, each warp on its own work items:
 //     routing   every CTA routes the token itself (warp 0, routing_device.cuh) while the other
@@ -44,6 +44,7 @@
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
 #include "cuda/moe/expert_bias.cuh"
+#include "cuda/moe/decode_gemv.cuh"
 #include "cuda/moe/grouped_gemm.cuh"
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
@@ -54,42 +55,14 @@
 namespace moekit::cuda::moe {
 namespace {
 
+using namespace gemv;  // NOLINT: the GEMV helpers (decode_gemv.cuh)
+
 constexpr int kThreads = 512;
 constexpr int kWarpsPerCta = kThreads / 32;
-// 16-byte weight chunks a lane has in flight per pass of gemm1: two rows (gate, up) of 8 chunks
-// each, 16 loads = 256 bytes a lane, 128 KB an SM. gemm2's (rows x chunks) are the kernel's template
-// parameters (gemm2_rows_per_item).
-constexpr int kG1Chunks = 8;
+// gemm2's (rows x chunks) are the kernel's template parameters (gemm2_rows_per_item); gemm1's chunks
+// per pass are decode_gemv.cuh's kG1Chunks.
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
-// The scratch: the float rows act [slots][I] and y [slots][H], each value the sentinel until written.
-struct TokenScratch {
-  float* act;
-  float* y;
-  int64_t words;  // act and y together
-};
-constexpr uint32_t kUnwritten = 0xFFFFFFFFu;
-
-// A value as stored: never the sentinel's bits (a NaN stays a NaN).
-__device__ __forceinline__ float storable(float v) { return __float_as_uint(v) == kUnwritten ? __uint_as_float(0x7FFFFFFFu) : v; }
-
-__device__ __forceinline__ void store_relaxed(float* p, float v) {
-  asm volatile("st.relaxed.gpu.global.f32 [%0], %1;\n" ::"l"(p), "f"(storable(v)) : "memory");
-}
-__device__ __forceinline__ float load_relaxed(const float* p) {
-  float v;
-  asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ float4 load_relaxed4(const float* p) {
-  float4 v;
-  asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ bool written(const float4& v) {
-  return (__float_as_uint(v.x) != kUnwritten) & (__float_as_uint(v.y) != kUnwritten) & (__float_as_uint(v.z) != kUnwritten) &
-         (__float_as_uint(v.w) != kUnwritten);
-}
 // Dynamic shared memory, in this order: the hidden row (float [H]), the slot tables (int slot[K],
 // int expert[K], float factor[K]) and warp 0's routing scratch.
 struct TokenSmemLayout {
@@ -104,99 +77,6 @@ __host__ __device__ inline TokenSmemLayout token_smem_layout(int64_t hidden, int
   l.route = (l.factor + top_k * 4 + 15) / 16 * 16;
   l.bytes = l.route + static_cast<int64_t>(route_bytes);
   return l;
-}
-
-__device__ __forceinline__ uint4 load_stream(const void* p, uint64_t policy) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "l"(policy));
-  return v;
-}
-
-
-// acc += the 8 elements of chunk w (type T) times x0, x1.
-template <typename T>
-__device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const float4& x1, float acc) {
-  float a, b;
-  detail::unpack2<T>(w.x, a, b);
-  acc = fmaf(a, x0.x, acc);
-  acc = fmaf(b, x0.y, acc);
-  detail::unpack2<T>(w.y, a, b);
-  acc = fmaf(a, x0.z, acc);
-  acc = fmaf(b, x0.w, acc);
-  detail::unpack2<T>(w.z, a, b);
-  acc = fmaf(a, x1.x, acc);
-  acc = fmaf(b, x1.y, acc);
-  detail::unpack2<T>(w.w, a, b);
-  acc = fmaf(a, x1.z, acc);
-  acc = fmaf(b, x1.w, acc);
-  return acc;
-}
-// The same with x[0..8) in shared memory (16-byte aligned).
-template <typename T>
-__device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc) {
-  return dot8<T>(w, reinterpret_cast<const float4*>(x)[0], reinterpret_cast<const float4*>(x)[1], acc);
-}
-
-// One step of a warp's gemm1 work: item t (local slot i, output j), its gate and up rows, and the
-// pass starting at chunk c0 (gemm1_step gives an item's first pass, next_pass the ones after it).
-// t >= n1: no step (the warp's gemm1 items are done).
-template <typename T>
-struct G1Step {
-  bool valid;
-  int64_t t, j, c0, gate_row, up_row;
-  int i;
-  const T* wg;
-  const T* wu;
-  __device__ __forceinline__ G1Step next_pass(int64_t chunks) const {
-    G1Step n = *this;
-    n.c0 += chunks;
-    return n;
-  }
-};
-// `expert`: the local expert of item t's slot, or -1 to read it from expert_of.
-template <typename T>
-__device__ __forceinline__ G1Step<T> gemm1_step(int64_t t, int64_t n1, const DecodeLayerArgs& a, const int* expert_of, const T* W13,
-                                                int64_t I, int64_t N1, int64_t H, int expert = -1) {
-  G1Step<T> st{};
-  st.valid = t < n1;
-  st.t = t;
-  st.c0 = 0;
-  if (!st.valid) return st;
-  st.i = static_cast<int>(t / I);
-  st.j = t % I;
-  st.gate_row = a.gated ? gate_up_row(st.j, false, I, a.interleaved) : st.j;
-  st.up_row = a.gated ? gate_up_row(st.j, true, I, a.interleaved) : st.j;
-  const int64_t e = expert >= 0 ? expert : expert_of[st.i];
-  st.wg = W13 + (e * N1 + st.gate_row) * H;
-  st.wu = W13 + (e * N1 + st.up_row) * H;
-  return st;
-}
-
-// A gemm1 step's chunk q (chunk lane + 32 q of its gate and up rows) into g, u: zeros past the row,
-// or for no step.
-template <typename T>
-__device__ __forceinline__ void load_gemm1_chunk(const G1Step<T>& st, int q, int64_t c1, bool gated, int lane, uint64_t policy, uint4& g, uint4& u) {
-  const int64_t c = st.c0 + lane + 32 * q;
-  g = st.valid && c < c1 ? load_stream(st.wg + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-  u = st.valid && c < c1 && gated ? load_stream(st.wu + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-}
-// All of a gemm1 step's chunks.
-template <typename T>
-__device__ __forceinline__ void issue_gemm1(const G1Step<T>& st, int64_t c1, bool gated, int lane, uint64_t policy, uint4 (&g)[kG1Chunks],
-                                            uint4 (&u)[kG1Chunks]) {
-#pragma unroll
-  for (int q = 0; q < kG1Chunks; ++q) load_gemm1_chunk(st, q, c1, gated, lane, policy, g[q], u[q]);
-}
-
-constexpr int kResetThreads = 256;
-
-__global__ void __launch_bounds__(kResetThreads) decode_token_reset_kernel(TokenScratch s) {
-  pdl_enter();  // the previous call's kernel may still read act and y
-  uint4* w = reinterpret_cast<uint4*>(s.act);  // act and y are contiguous, 16-byte aligned
-  const uint4 u = make_uint4(kUnwritten, kUnwritten, kUnwritten, kUnwritten);
-  for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
 }
 
 template <typename T, int kG2Rows, int kG2Chunks>
@@ -518,12 +398,28 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
   float* f = static_cast<float*>(a.scratch);
   const int64_t words = static_cast<int64_t>(K) * (a.inter + a.hidden_size);  // a multiple of 8: I and H are
   const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words};
-  const int64_t reset_ctas = std::clamp<int64_t>(ceil_div(words / 4, kResetThreads), 1, std::max(a.sm_count, 1));
-  MOEKIT_RETURN_IF_ERROR(launch_kernel("decode_token_reset_kernel", decode_token_reset_kernel,
-                                       {dim3(static_cast<unsigned>(reset_ctas)), dim3(kResetThreads), 0}, stream, s));
+  MOEKIT_RETURN_IF_ERROR(gemv::launch_sentinel_reset(s, a.sm_count, stream));
   if (a.type == Elem::kBF16) return launch_typed<__nv_bfloat16>(a, s, L, stream);
   if (a.type == Elem::kF16) return launch_typed<__half>(a, s, L, stream);
   return Status::Unsupported("decode token kernel: the CUDA kernels take f16 or bf16 activations");
 }
+
+namespace gemv {
+namespace {
+constexpr int kResetThreads = 256;
+
+__global__ void __launch_bounds__(kResetThreads) sentinel_reset_kernel(TokenScratch s) {
+  pdl_enter();  // the previous call's kernel may still read act and y
+  uint4* w = reinterpret_cast<uint4*>(s.act);  // act and y are contiguous, 16-byte aligned
+  const uint4 u = make_uint4(kUnwritten, kUnwritten, kUnwritten, kUnwritten);
+  for (int64_t i = blockIdx.x * kResetThreads + threadIdx.x; i < s.words / 4; i += static_cast<int64_t>(gridDim.x) * kResetThreads) w[i] = u;
+}
+}  // namespace
+
+Status launch_sentinel_reset(const TokenScratch& s, int sm_count, void* stream) {
+  const int64_t ctas = std::clamp<int64_t>(ceil_div(s.words / 4, kResetThreads), 1, std::max(sm_count, 1));
+  return launch_kernel("sentinel_reset_kernel", sentinel_reset_kernel, {dim3(static_cast<unsigned>(ctas)), dim3(kResetThreads), 0}, stream, s);
+}
+}  // namespace gemv
 
 }  // namespace moekit::cuda::moe

@@ -368,4 +368,18 @@ size_t decode_token_scratch_bytes(int top_k, int64_t hidden, int64_t inter);
 int64_t decode_token_smem_bytes(int experts, int n_group, int top_k, int64_t hidden);
 Status launch_decode_token(const DecodeLayerArgs& a, void* stream);
 
+// ---- the whole layer for a few tokens (decode_tokens.cu) ---------------------------------------------
+// The one-token kernel's design for T = 2 .. kDecodeTokensMax: a reset launch, then one kernel in
+// which every CTA routes the T tokens, groups the routed pairs by expert, and streams each expert's
+// weights once for all its tokens. Takes DecodeLayerArgs with route.tokens in that range and
+// T*K <= kDecodeTokensMaxSlots; `split` and `act` are not used.
+inline constexpr int64_t kDecodeTokensMax = 8;
+inline constexpr int64_t kDecodeTokensMaxSlots = 64;  // T*K: warp 0 groups the slots in two rounds of 32
+// Its scratch: float act rows [T*K][I] and gemm2 rows [T*K][H].
+size_t decode_tokens_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int64_t inter);
+// Its dynamic shared memory: the T hidden rows in float, the slot and pair tables, and a routing
+// scratch per token (route_smem_per_warp); the plan declines what does not fit kDecodeTokenSmemBudget.
+int64_t decode_tokens_smem_bytes(int64_t tokens, int experts, int n_group, int top_k, int64_t hidden);
+Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream);
+
 }  // namespace moekit::cuda::moe

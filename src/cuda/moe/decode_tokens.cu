@@ -1,0 +1,449 @@
+// The whole MoE layer for a few tokens (T = 2 .. kDecodeTokensMax) as weight-streaming GEMVs, in two
+// launches, each routed expert's weights streamed once for all the tokens routed to it:
+//
+//   sentinel_reset_kernel  (decode_gemv.cuh) fills the scratch's float rows with "not written yet".
+//   decode_tokens_kernel   one CTA per SM, 16 warps:
+//     routing   every CTA routes the T tokens itself (warp t routes token t) while the other warps
+//               load the T hidden rows into shared memory; CTA 0 alone stores the ids and weights.
+//     groups    warp 0 lists the pairs (token, slot) whose expert is local, grouped by expert in the
+//               order of each expert's first slot (token-major), at most kMaxT pairs a group: a
+//               routing picks an expert at most once per token, so a group is one expert's tokens;
+//               PreRouted ids that repeat an expert within a token give it several groups.
+//     gemm1     item (group g, output j): the gate and up rows j of g's expert, streamed once,
+//               dotted with the hidden row of each of g's pairs; bias and activation; act[pair][j].
+//     gemm2     item (group g, 4 rows h): those rows of W2, streamed once, dotted with act[pair]
+//               for each pair; y[pair][h] (under no_combine: scaled, plus bias, into out[slot][h]).
+//     combine   item (token t, 4 outputs h): out[t][h] = the sum over t's local slots, in slot
+//               order, of factor * (y[pair] + bias): no atomics, bitwise deterministic.
+//
+// The walk, the waits and why they cannot deadlock are the one-token kernel's (decode_token.cu):
+// warp w of G takes items w, w + G, ... in the order gemm1, gemm2, combine; a consumer re-reads the
+// values it needs until none is the sentinel; one CTA per SM, so every CTA is resident.
+//
+// Why: from T = 2 the stage pipeline runs the layer as six kernels, and at T = 8 on Qwen3-30B-A3B
+// (53 experts hit, 1-2 tokens each) its stream GEMMs move the weights at 3.2-3.7 TB/s between a
+// routing, an expand and a finalize launch (docs/perf-notes.md, step 21). Here the weight stream of
+// both GEMMs runs in one kernel without a gap, as at T = 1.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "cuda/common/device_utils.cuh"
+#include "cuda/moe/activation.cuh"
+#include "cuda/moe/decode_gemv.cuh"
+#include "cuda/moe/expert_bias.cuh"
+#include "cuda/moe/grouped_gemm.cuh"
+#include "cuda/moe/launch_utils.cuh"
+#include "cuda/moe/moe_launch.h"
+#include "cuda/moe/pdl.cuh"
+#include "cuda/moe/routing_device.cuh"
+
+namespace moekit::cuda::moe {
+namespace {
+
+using namespace gemv;  // NOLINT: the GEMV helpers (decode_gemv.cuh)
+
+constexpr int kThreads = 512;
+constexpr int kWarpsPerCta = kThreads / 32;
+constexpr int kG2Rows = 4;          // gemm2 rows per item
+constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
+
+// Dynamic shared memory: the hidden rows (float [T][H]), the slot and pair tables (S = T*K entries
+// each; groups at most S), then one routing scratch per routing warp.
+struct TokensSmemLayout {
+  int64_t x, ids, wts, loc, lead, pos, gidx, pair_slot, pair_factor, pair_expert, pair_of_slot, g_expert, g_begin, route, route_each, bytes;
+};
+__host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
+  TokensSmemLayout l;
+  const int64_t S = tokens * top_k, table = (S * 4 + 15) / 16 * 16;
+  l.x = 0;
+  l.ids = (tokens * hidden * 4 + 15) / 16 * 16;
+  l.wts = l.ids + table;
+  l.loc = l.wts + table;
+  l.lead = l.loc + table;
+  l.pos = l.lead + table;
+  l.gidx = l.pos + table;
+  l.pair_slot = l.gidx + table;
+  l.pair_factor = l.pair_slot + table;
+  l.pair_expert = l.pair_factor + table;
+  l.pair_of_slot = l.pair_expert + table;
+  l.g_expert = l.pair_of_slot + table;
+  l.g_begin = l.g_expert + table;
+  l.route = l.g_begin + ((S + 1) * 4 + 15) / 16 * 16;
+  l.route_each = static_cast<int64_t>(route_bytes);  // a multiple of 8 (route_smem_per_warp)
+  l.bytes = l.route + tokens * l.route_each;
+  return l;
+}
+
+// Warp 0: the groups of pairs from the routed ids (see the file comment). S <= kDecodeTokensMaxSlots.
+template <int kMaxT>
+__device__ void list_groups(const DecodeLayerArgs& a, int S, unsigned char* smem, const TokensSmemLayout& L, int lane, int* n_groups) {
+  const int* ids = reinterpret_cast<const int*>(smem + L.ids);
+  const float* wts = reinterpret_cast<const float*>(smem + L.wts);
+  int* loc = reinterpret_cast<int*>(smem + L.loc);
+  int* lead = reinterpret_cast<int*>(smem + L.lead);
+  int* pos = reinterpret_cast<int*>(smem + L.pos);
+  int* gidx = reinterpret_cast<int*>(smem + L.gidx);
+  int* pair_slot = reinterpret_cast<int*>(smem + L.pair_slot);
+  float* pair_factor = reinterpret_cast<float*>(smem + L.pair_factor);
+  int* pair_expert = reinterpret_cast<int*>(smem + L.pair_expert);
+  int* pair_of_slot = reinterpret_cast<int*>(smem + L.pair_of_slot);
+  int* g_expert = reinterpret_cast<int*>(smem + L.g_expert);
+  int* g_begin = reinterpret_cast<int*>(smem + L.g_begin);
+  for (int s = lane; s < S; s += 32) loc[s] = local_expert_of(ids[s], a.route.experts, a.expert_map, a.local_begin, a.local_experts);
+  __syncwarp();
+  // Each slot's rank among the earlier slots of its expert; its group's leader is the slot of rank
+  // rank - rank % kMaxT, and the leader holds the group's size.
+  for (int s = lane; s < S; s += 32) {
+    const int l = loc[s];
+    if (l < 0) {
+      lead[s] = -1;
+      continue;
+    }
+    int rank = 0, count = 0;
+    for (int s2 = 0; s2 < S; ++s2) {
+      const bool same = loc[s2] == l;
+      rank += same && s2 < s;
+      count += same;
+    }
+    const int lead_rank = rank - rank % kMaxT;
+    int leader = s;
+    for (int s2 = 0, seen = 0; s2 < S; ++s2) {
+      if (loc[s2] != l) continue;
+      if (seen == lead_rank) {
+        leader = s2;
+        break;
+      }
+      ++seen;
+    }
+    lead[s] = leader;
+    pos[s] = rank - lead_rank;
+    if (leader == s) gidx[s] = min(kMaxT, count - lead_rank);  // the group's size, until replaced below
+  }
+  __syncwarp();
+  // Group numbers and first pairs: the leaders in slot order, 32 a round.
+  int groups = 0, pairs = 0;
+  for (int s0 = 0; s0 < S; s0 += 32) {
+    const int s = s0 + lane;
+    const bool is_lead = s < S && lead[s] == s;
+    const int size = is_lead ? gidx[s] : 0;
+    int inclusive = size;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xFFFFFFFFu, inclusive, o);
+      if (lane >= o) inclusive += v;
+    }
+    const unsigned leads = __ballot_sync(0xFFFFFFFFu, is_lead);
+    if (is_lead) {
+      const int g = groups + __popc(leads & ((1u << lane) - 1));
+      gidx[s] = g;
+      g_expert[g] = loc[s];
+      g_begin[g] = pairs + inclusive - size;
+    }
+    groups += __popc(leads);
+    pairs += __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+  }
+  if (lane == 0) {
+    g_begin[groups] = pairs;
+    *n_groups = groups;
+  }
+  __syncwarp();
+  for (int s = lane; s < S; s += 32) {
+    if (lead[s] < 0) {
+      pair_of_slot[s] = -1;
+      continue;
+    }
+    const int p = g_begin[gidx[lead[s]]] + pos[s];
+    pair_slot[p] = s;
+    pair_factor[p] = a.scale * wts[s];
+    pair_expert[p] = loc[s];
+    pair_of_slot[s] = p;
+  }
+}
+
+template <typename T, int kMaxT, int kG2Chunks>
+__global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerArgs a, TokenScratch s, TokensSmemLayout L) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int n_groups_s;
+  float* xs = reinterpret_cast<float*>(smem + L.x);
+  int* ids = reinterpret_cast<int*>(smem + L.ids);
+  float* wts = reinterpret_cast<float*>(smem + L.wts);
+  const int* pair_slot = reinterpret_cast<const int*>(smem + L.pair_slot);
+  const float* pair_factor = reinterpret_cast<const float*>(smem + L.pair_factor);
+  const int* pair_expert = reinterpret_cast<const int*>(smem + L.pair_expert);
+  const int* pair_of_slot = reinterpret_cast<const int*>(smem + L.pair_of_slot);
+  const int* g_expert = reinterpret_cast<const int*>(smem + L.g_expert);
+  const int* g_begin = reinterpret_cast<const int*>(smem + L.g_begin);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int K = a.route.top_k;
+  const int Tn = static_cast<int>(a.route.tokens), S = Tn * K;
+  const int64_t H = a.hidden_size, I = a.inter, N1 = a.gated ? 2 * I : I;
+
+  // ---- routing and the hidden rows: both read only the layer's inputs (pdl.cuh's contract: the
+  // caller's kernel, two launches back, has finished), so neither waits for the reset kernel.
+  if (warp < Tn) {
+    if (a.route_on_device) {
+      route_token_warp(a.route, warp, smem + L.route + warp * L.route_each, lane, blockIdx.x == 0, ids + warp * K, wts + warp * K);
+    } else {
+      for (int k = lane; k < K; k += 32) {
+        ids[warp * K + k] = a.topk_ids[warp * K + k];
+        wts[warp * K + k] = a.topk_weights[warp * K + k];
+      }
+    }
+  } else {
+    const T* x = static_cast<const T*>(a.hidden);
+    const int64_t chunks = static_cast<int64_t>(Tn) * H / 8;  // H is a multiple of 8
+    for (int64_t c = tid - 32 * Tn; c < chunks; c += kThreads - 32 * Tn) {
+      const uint4 v = *reinterpret_cast<const uint4*>(x + 8 * c);
+      float* d = xs + 8 * c;
+      detail::unpack2<T>(v.x, d[0], d[1]);
+      detail::unpack2<T>(v.y, d[2], d[3]);
+      detail::unpack2<T>(v.z, d[4], d[5]);
+      detail::unpack2<T>(v.w, d[6], d[7]);
+    }
+  }
+  __syncthreads();
+  if (warp == 0) list_groups<kMaxT>(a, S, smem, L, lane, &n_groups_s);
+  __syncthreads();
+  const int ng = n_groups_s;
+  const int64_t HB = (H + kG2Rows - 1) / kG2Rows, HC = (H + kCombineOutputs - 1) / kCombineOutputs;  // gemm2, combine blocks
+  const int64_t n1 = static_cast<int64_t>(ng) * I, n2 = n1 + static_cast<int64_t>(ng) * HB, n_items = n2 + static_cast<int64_t>(Tn) * HC;
+
+  pdl_wait();  // the sentinels (the reset kernel), and every write below
+  pdl_launch_dependents();
+
+  const uint64_t policy = detail::l2_evict_first_policy();
+  const T* W13 = static_cast<const T*>(a.w13);
+  const T* W2 = static_cast<const T*>(a.w2);
+  const int64_t c1 = H / 8, c2 = I / 8;  // 16-byte chunks per row of W13 and of W2
+  const int64_t G = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + warp;
+
+  // ---- gemm1 + activation: the one-token kernel's rolled loads (each step's loads go out as the
+  // step before it consumes its registers), each chunk dotted with every pair's hidden row.
+  {
+    G1Step cur = gemm1_step<T>(t, n1, a, g_expert, W13, I, N1, H);
+    uint4 g[kG1Chunks], u[kG1Chunks];
+    issue_gemm1(cur, c1, a.gated, lane, policy, g, u);
+    float ag[kMaxT], au[kMaxT];
+    int xo[kMaxT];  // the pairs' hidden rows in xs
+    int np = 0, base = 0;
+    auto pairs_of = [&](const G1Step<T>& st) {
+      if (!st.valid) return;
+      base = g_begin[st.i];
+      np = g_begin[st.i + 1] - base;
+#pragma unroll
+      for (int pp = 0; pp < kMaxT; ++pp) xo[pp] = pp < np ? pair_slot[base + pp] / K * static_cast<int>(H) : 0;
+    };
+    pairs_of(cur);
+#pragma unroll
+    for (int pp = 0; pp < kMaxT; ++pp) ag[pp] = au[pp] = 0.f;
+    while (cur.valid) {
+      const bool last_pass = cur.c0 + 32 * kG1Chunks >= c1;
+      const G1Step nxt = last_pass ? gemm1_step<T>(cur.t + G, n1, a, g_expert, W13, I, N1, H) : cur.next_pass(32 * kG1Chunks);
+#pragma unroll
+      for (int q = 0; q < kG1Chunks; ++q) {
+        const int64_t c = cur.c0 + lane + 32 * q;
+        if (c < c1) {
+#pragma unroll
+          for (int pp = 0; pp < kMaxT; ++pp) {
+            if (pp < np) {
+              ag[pp] = dot8<T>(g[q], xs + xo[pp] + 8 * c, ag[pp]);
+              if (a.gated) au[pp] = dot8<T>(u[q], xs + xo[pp] + 8 * c, au[pp]);
+            }
+          }
+        }
+        load_gemm1_chunk(nxt, q, c1, a.gated, lane, policy, g[q], u[q]);
+      }
+      if (last_pass) {
+        const int e = g_expert[cur.i];
+        float bg = 0.f, bu = 0.f;
+        if (a.w13_bias && lane == 0) {
+          bg = load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + cur.gate_row);
+          if (a.gated) bu = load_bias(a.w13_bias, a.w13_bias_type, static_cast<int64_t>(e) * N1 + cur.up_row);
+        }
+#pragma unroll
+        for (int pp = 0; pp < kMaxT; ++pp) {
+          if (pp < np) {
+            const float sg = detail::warp_sum(ag[pp]) + bg;
+            const float su = a.gated ? detail::warp_sum(au[pp]) + bu : 0.f;
+            if (lane == 0)
+              store_relaxed(s.act + static_cast<int64_t>(base + pp) * I + cur.j, a.gated ? gated_act(a.activation, sg, su, a.alpha, a.limit) : plain_act(a.activation, sg));
+          }
+          ag[pp] = au[pp] = 0.f;
+        }
+        pairs_of(nxt);
+      }
+      cur = nxt;
+    }
+    t = cur.t;
+  }
+
+  // ---- gemm2: item (group gi, rows h0..h0+kG2Rows-1 of W2[expert]). The weight loads go out first,
+  // then each pair's act chunks they meet.
+  T* out = static_cast<T*>(a.out);
+  while (t < n2) {
+    const int gi = static_cast<int>((t - n1) / HB);
+    const int64_t h0 = (t - n1) % HB * kG2Rows;
+    const int e = g_expert[gi], base = g_begin[gi], np = g_begin[gi + 1] - base;
+    float acc[kMaxT][kG2Rows];
+#pragma unroll
+    for (int pp = 0; pp < kMaxT; ++pp)
+#pragma unroll
+      for (int r = 0; r < kG2Rows; ++r) acc[pp][r] = 0.f;
+#pragma unroll 1
+    for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
+      uint4 v[kG2Rows][kG2Chunks];
+#pragma unroll
+      for (int r = 0; r < kG2Rows; ++r) {
+        const T* w = W2 + (static_cast<int64_t>(e) * H + h0 + r) * I;
+#pragma unroll
+        for (int q = 0; q < kG2Chunks; ++q) {
+          const int64_t c = c0 + lane + 32 * q;
+          v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int pp = 0; pp < kMaxT; ++pp) {
+        if (pp >= np) continue;
+        const float* act = s.act + static_cast<int64_t>(base + pp) * I;
+        float4 x[kG2Chunks][2];
+        while (true) {  // all loads out before any check: one L2 round trip, not one per chunk
+#pragma unroll
+          for (int q = 0; q < kG2Chunks; ++q) {
+            const int64_t c = c0 + lane + 32 * q;
+            const float* p = act + 8 * (c < c2 ? c : 0);
+            x[q][0] = load_relaxed4(p);
+            x[q][1] = load_relaxed4(p + 4);
+          }
+          bool ready = true;
+#pragma unroll
+          for (int q = 0; q < kG2Chunks; ++q) ready = ready && written(x[q][0]) && written(x[q][1]);
+          if (ready) break;
+          __nanosleep(32);
+        }
+#pragma unroll
+        for (int q = 0; q < kG2Chunks; ++q) {
+          if (c0 + lane + 32 * q >= c2) continue;
+#pragma unroll
+          for (int r = 0; r < kG2Rows; ++r) acc[pp][r] = dot8<T>(v[r][q], x[q][0], x[q][1], acc[pp][r]);
+        }
+      }
+    }
+#pragma unroll
+    for (int pp = 0; pp < kMaxT; ++pp) {
+      if (pp >= np) continue;
+      float y = 0.f;
+#pragma unroll
+      for (int r = 0; r < kG2Rows; ++r) {
+        const float v = detail::warp_sum(acc[pp][r]);
+        if (lane == r) y = v;
+      }
+      const int64_t h = h0 + lane;
+      if (lane < kG2Rows && h < H) {
+        if (a.no_combine) {
+          if (a.w2_bias) y += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(e) * H + h);
+          out[static_cast<int64_t>(pair_slot[base + pp]) * H + h] = detail::from_float<T>(fmaf(pair_factor[base + pp], y, 0.f));
+        } else {
+          store_relaxed(s.y + static_cast<int64_t>(base + pp) * H + h, y);
+        }
+      }
+    }
+    t += G;
+  }
+
+  // ---- combine: item (token tk, kCombineOutputs outputs), a lane per output.
+  while (t < n_items) {
+    const int tk = static_cast<int>((t - n2) / HC);
+    const int64_t h = (t - n2) % HC * kCombineOutputs + lane;
+    if (lane < kCombineOutputs && h < H) {
+      const int* slot_pair = pair_of_slot + tk * K;
+      if (a.no_combine) {
+        // The rows of slots whose expert is not local are zeros (the local ones are gemm2's).
+        for (int k = 0; k < K; ++k)
+          if (slot_pair[k] < 0) out[(static_cast<int64_t>(tk) * K + k) * H + h] = detail::from_float<T>(0.f);
+      } else {
+        // The slots' values 8 at a time, all loads out before any check, then summed in slot order.
+        float sum = 0.f;
+        for (int k0 = 0; k0 < K; k0 += 8) {
+          int p[8];
+          float y[8];
+#pragma unroll
+          for (int w = 0; w < 8; ++w) p[w] = k0 + w < K ? slot_pair[k0 + w] : -1;
+          while (true) {
+#pragma unroll
+            for (int w = 0; w < 8; ++w) y[w] = p[w] >= 0 ? load_relaxed(s.y + static_cast<int64_t>(p[w]) * H + h) : 0.f;
+            bool ready = true;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) ready = ready && __float_as_uint(y[w]) != kUnwritten;
+            if (ready) break;
+            __nanosleep(32);
+          }
+#pragma unroll
+          for (int w = 0; w < 8; ++w) {
+            if (p[w] < 0) continue;
+            float v = y[w];
+            if (a.w2_bias) v += load_bias(a.w2_bias, a.w2_bias_type, static_cast<int64_t>(pair_expert[p[w]]) * H + h);
+            sum = fmaf(pair_factor[p[w]], v, sum);
+          }
+        }
+        out[static_cast<int64_t>(tk) * H + h] = detail::from_float<T>(sum);
+      }
+    }
+    t += G;
+  }
+}
+
+// The group size the kernel is built for: T itself, rounded up to 2, 4 or 8 (a group holds at most
+// one pair per token unless PreRouted ids repeat an expert; the accumulators live in registers).
+template <typename T>
+Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokensSmemLayout& L, void* stream) {
+  const int64_t T_ = a.route.tokens;
+  auto kernel = T_ <= 2 ? decode_tokens_kernel<T, 2, 3> : T_ <= 4 ? decode_tokens_kernel<T, 4, 3> : decode_tokens_kernel<T, 8, 2>;
+  MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
+  const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
+  return launch_kernel("decode_tokens_kernel", kernel, shape, stream, a, s, L);
+}
+
+}  // namespace
+
+size_t decode_tokens_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int64_t inter) {
+  return static_cast<size_t>(tokens * top_k * (inter + hidden)) * 4;
+}
+
+int64_t decode_tokens_smem_bytes(int64_t tokens, int experts, int n_group, int top_k, int64_t hidden) {
+  return tokens_smem_layout(tokens, top_k, hidden, route_smem_per_warp(experts, n_group)).bytes;
+}
+
+Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
+  const int K = a.route.top_k;
+  const int64_t T_ = a.route.tokens;
+  if (T_ < 2 || T_ > kDecodeTokensMax)
+    return Status::Unsupported("decode tokens kernel: T=" + std::to_string(T_) + " (it runs 2.." + std::to_string(kDecodeTokensMax) + " tokens)");
+  if (T_ * K > kDecodeTokensMaxSlots)
+    return Status::Unsupported("decode tokens kernel: T*top_k=" + std::to_string(T_ * K) + " > " + std::to_string(kDecodeTokensMaxSlots));
+  if (a.hidden_size % 8 != 0 || a.inter % 8 != 0)
+    return Status::Unsupported("decode tokens kernel: H=" + std::to_string(a.hidden_size) + ", I=" + std::to_string(a.inter) +
+                               ": rows are read 16 bytes at a time (multiples of 8)");
+  const size_t need = decode_tokens_scratch_bytes(T_, K, a.hidden_size, a.inter);
+  if (a.scratch_bytes < need)
+    return Status::Internal("decode tokens kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
+  if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal("decode tokens kernel: scratch not 16-byte aligned");
+  const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
+  const TokensSmemLayout L = tokens_smem_layout(T_, K, a.hidden_size, route_bytes);
+  if (L.bytes > max_smem_optin())
+    return Status::Unsupported("decode tokens kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden rows, slot tables, routing) > this GPU's " +
+                               std::to_string(max_smem_optin()));
+  float* f = static_cast<float*>(a.scratch);
+  const int64_t slots = T_ * K;
+  const TokenScratch s{f, f + slots * a.inter, slots * (a.inter + a.hidden_size)};  // act then y
+  MOEKIT_RETURN_IF_ERROR(gemv::launch_sentinel_reset(s, a.sm_count, stream));
+  if (a.type == Elem::kBF16) return launch_typed<__nv_bfloat16>(a, s, L, stream);
+  if (a.type == Elem::kF16) return launch_typed<__half>(a, s, L, stream);
+  return Status::Unsupported("decode tokens kernel: the CUDA kernels take f16 or bf16 activations");
+}
+
+}  // namespace moekit::cuda::moe
