@@ -54,7 +54,7 @@ constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 // Dynamic shared memory: the hidden rows (float [T][H]), the slot and pair tables (S = T*K entries
 // each; groups at most S), then one routing scratch per routing warp.
 struct TokensSmemLayout {
-  int64_t x, ids, wts, loc, lead, pos, gidx, pair_slot, pair_factor, pair_expert, pair_of_slot, g_expert, g_begin, route, route_each, bytes;
+  int64_t x, ids, wts, loc, lead, pos, gidx, pair_slot, pair_x, pair_factor, pair_expert, pair_of_slot, g_expert, g_begin, route, route_each, bytes;
 };
 __host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
   TokensSmemLayout l;
@@ -67,7 +67,8 @@ __host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, i
   l.pos = l.lead + table;
   l.gidx = l.pos + table;
   l.pair_slot = l.gidx + table;
-  l.pair_factor = l.pair_slot + table;
+  l.pair_x = l.pair_slot + table;
+  l.pair_factor = l.pair_x + table;
   l.pair_expert = l.pair_factor + table;
   l.pair_of_slot = l.pair_expert + table;
   l.g_expert = l.pair_of_slot + table;
@@ -88,6 +89,7 @@ __device__ void list_groups(const DecodeLayerArgs& a, int S, unsigned char* smem
   int* pos = reinterpret_cast<int*>(smem + L.pos);
   int* gidx = reinterpret_cast<int*>(smem + L.gidx);
   int* pair_slot = reinterpret_cast<int*>(smem + L.pair_slot);
+  int* pair_x = reinterpret_cast<int*>(smem + L.pair_x);
   float* pair_factor = reinterpret_cast<float*>(smem + L.pair_factor);
   int* pair_expert = reinterpret_cast<int*>(smem + L.pair_expert);
   int* pair_of_slot = reinterpret_cast<int*>(smem + L.pair_of_slot);
@@ -158,6 +160,7 @@ __device__ void list_groups(const DecodeLayerArgs& a, int S, unsigned char* smem
     }
     const int p = g_begin[gidx[lead[s]]] + pos[s];
     pair_slot[p] = s;
+    pair_x[p] = s / a.route.top_k * static_cast<int>(a.hidden_size);
     pair_factor[p] = a.scale * wts[s];
     pair_expert[p] = loc[s];
     pair_of_slot[s] = p;
@@ -172,6 +175,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
   int* ids = reinterpret_cast<int*>(smem + L.ids);
   float* wts = reinterpret_cast<float*>(smem + L.wts);
   const int* pair_slot = reinterpret_cast<const int*>(smem + L.pair_slot);
+  const int* pair_x = reinterpret_cast<const int*>(smem + L.pair_x);  // a pair's hidden row in xs
   const float* pair_factor = reinterpret_cast<const float*>(smem + L.pair_factor);
   const int* pair_expert = reinterpret_cast<const int*>(smem + L.pair_expert);
   const int* pair_of_slot = reinterpret_cast<const int*>(smem + L.pair_of_slot);
@@ -229,14 +233,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
     uint4 g[kG1Chunks], u[kG1Chunks];
     issue_gemm1(cur, c1, a.gated, lane, policy, g, u);
     float ag[kMaxT], au[kMaxT];
-    int xo[kMaxT];  // the pairs' hidden rows in xs
+    const int* xrow = nullptr;  // the group's pairs' hidden rows in xs (pair_x + base: read per use, not held in registers)
     int np = 0, base = 0;
     auto pairs_of = [&](const G1Step<T>& st) {
       if (!st.valid) return;
       base = g_begin[st.i];
       np = g_begin[st.i + 1] - base;
-#pragma unroll
-      for (int pp = 0; pp < kMaxT; ++pp) xo[pp] = pp < np ? pair_slot[base + pp] / K * static_cast<int>(H) : 0;
+      xrow = pair_x + base;
     };
     pairs_of(cur);
 #pragma unroll
@@ -251,8 +254,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
 #pragma unroll
           for (int pp = 0; pp < kMaxT; ++pp) {
             if (pp < np) {
-              ag[pp] = dot8<T>(g[q], xs + xo[pp] + 8 * c, ag[pp]);
-              if (a.gated) au[pp] = dot8<T>(u[q], xs + xo[pp] + 8 * c, au[pp]);
+              const float* xp = xs + xrow[pp] + 8 * c;
+              ag[pp] = dot8<T>(g[q], xp, ag[pp]);
+              if (a.gated) au[pp] = dot8<T>(u[q], xp, au[pp]);
             }
           }
         }
