@@ -401,12 +401,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
   }
 }
 
-// The group size the kernel is built for: T itself, rounded up to 2, 4 or 8 (a group holds at most
-// one pair per token unless PreRouted ids repeat an expert; the accumulators live in registers).
+// The most pairs a group holds (the accumulators live in registers): 2 at T = 2, else 4. A group is
+// one expert's tokens, up to kMaxT of them; an expert with more takes several groups. Step 21 of
+// docs/perf-notes.md: groups of up to 8 (their kernel spilled registers) ran T = 5..8 slower than
+// groups of up to 4 do.
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokensSmemLayout& L, void* stream) {
-  const int64_t T_ = a.route.tokens;
-  auto kernel = T_ <= 2 ? decode_tokens_kernel<T, 2, 3> : T_ <= 4 ? decode_tokens_kernel<T, 4, 3> : decode_tokens_kernel<T, 8, 2>;
+  auto kernel = a.route.tokens <= 2 ? decode_tokens_kernel<T, 2, 3> : decode_tokens_kernel<T, 4, 3>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
   return launch_kernel("decode_tokens_kernel", kernel, shape, stream, a, s, L);
