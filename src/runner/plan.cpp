@@ -2,6 +2,7 @@
 // and writes down both, so `moekit explain` shows exactly what `MoeRunner::run` will do.
 #include "moekit/plan.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -206,6 +207,13 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
       }
       chosen = impl;
       break;
+    }
+    const std::string& named = options.fusions.whole_layer_impl;
+    if (!named.empty() && std::ranges::none_of(candidates, [&](const FusedLayerImpl* impl) { return impl->name == named; })) {
+      std::string names;
+      for (const FusedLayerImpl* impl : candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", impl->name);
+      plan.notes.push_back(fmt::format("whole_layer_impl={} names no whole-layer implementation of the {} backend for format={} (registered: {})", named,
+                                       backend_kind_name(device.backend), input_format_name(problem.input_format), names));
     }
     if (chosen && whole_steer.sw == Switch::kOn)
       whole = {true, whole_steer.rule, fmt::format("{} forced on by {}", chosen->name, whole_steer.who)};

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/moe/moe_launch.h"
@@ -21,10 +22,17 @@ namespace {
 
 constexpr const char* kTokens = "cuda.decode_tokens";
 
-// The plan as the caller gets it (no fusion forced): the few-token kernel must be the one that runs.
+// The kernel itself, wherever it takes the problem: whole_layer forced on (the kernel is the first
+// registered whole-layer implementation that takes T = 2..8; where every expert is expected to be
+// hit the default plan prefers the stages: DefaultPlanTakesItWhereSlotsAreFewerThanExperts).
+Outcome run_tokens(Case c, uint64_t seed) {
+  c.fusions.whole_layer = Switch::kOn;
+  return run_case(c, seed);
+}
+
 void expect_tokens_within_tolerance(const Case& c, uint64_t seed) {
   SCOPED_TRACE(c.name);
-  const Outcome o = run_case(c, seed);
+  const Outcome o = run_tokens(c, seed);
   EXPECT_EQ(o.steps, kTokens) << c.name << ": the plan ran " << o.steps;
   EXPECT_EQ(o.errors.non_finite, 0) << c.name;
   EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << ": gpu err " << o.errors.gpu << " naive16 err " << o.errors.naive;
@@ -93,7 +101,7 @@ TEST(DecodeTokensCuda, NoLocalExpertAndRepeatedExperts) {
   MOEKIT_REQUIRE_GPU();
   for (bool no_combine : {false, true}) {
     const Case none = only_remote_experts_case(3, no_combine);
-    const Outcome o = run_case(none, 400);
+    const Outcome o = run_tokens(none, 400);
     EXPECT_EQ(o.steps, kTokens);
     ASSERT_FALSE(o.out.empty());
     for (double v : o.out) ASSERT_EQ(v, 0.0) << none.name << ": poison or garbage left in the output";
@@ -105,11 +113,28 @@ TEST(DecodeTokensCuda, BitwiseStableAcrossRuns) {
   MOEKIT_REQUIRE_GPU();
   Case c{"deterministic E64 K8 I2048 biases T8", base_problem(64, 8, kH, 2048), 8, true};
   c.problem.deterministic = true;
-  const Outcome a = run_case(c, 50), b = run_case(c, 50);
+  const Outcome a = run_tokens(c, 50), b = run_tokens(c, 50);
   EXPECT_EQ(a.steps, kTokens);
   ASSERT_EQ(a.out.size(), b.out.size());
   EXPECT_EQ(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)), 0);
   EXPECT_LE(a.errors.gpu, 2 * a.errors.naive + 1e-6);
+}
+
+// The default plan (nothing forced): the kernel where the routed slots are fewer than the experts,
+// the stages where they are not (T*K >= E).
+TEST(DecodeTokensCuda, DefaultPlanTakesItWhereSlotsAreFewerThanExperts) {
+  MOEKIT_REQUIRE_GPU();
+  for (const auto& [c, expect_tokens] : std::vector<std::pair<Case, bool>>{
+           {{"E128 K8 T6 (48 slots)", base_problem(128, 8, kH, kI), 6}, true},
+           {{"E8 K2 T3 (6 slots)", base_problem(8, 2, kH, kI), 3}, true},
+           {{"E8 K2 T4 (8 slots: the stages)", base_problem(8, 2, kH, kI), 4}, false},
+           {{"E64 K8 T8 (64 slots: the stages)", base_problem(64, 8, kH, kI), 8}, false}}) {
+    SCOPED_TRACE(c.name);
+    const Outcome o = run_case(c, 70);
+    EXPECT_EQ(o.steps == kTokens, expect_tokens) << c.name << ": " << o.steps;
+    EXPECT_EQ(o.errors.non_finite, 0);
+    EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name;
+  }
 }
 
 // What the kernel declines runs elsewhere, still correct: T*K over its slot tables, the router weight

@@ -376,7 +376,7 @@ std::optional<std::string> decode_layer_declines(const PlanQuery& q) {
 std::optional<std::string> decode_token_declines(const PlanQuery& q) {
   const auto& p = q.problem;
   if (q.num_tokens != 1)
-    return fmt::format("T={}: the one-token kernel runs decode at batch 1 (the decode layer and the stages take other T)", q.num_tokens);
+    return fmt::format("T={}: the one-token kernel runs decode at batch 1 (the few-token kernel, the decode layer and the stages take other T)", q.num_tokens);
   if (p.top_k > kDecodeTokenMaxSlots)
     return fmt::format("top_k={} > {}: the slot tables live in shared memory", p.top_k, kDecodeTokenMaxSlots);
   if (auto why = decode_kernels_decline(p)) return why;
@@ -403,6 +403,21 @@ std::optional<std::string> decode_tokens_declines(const PlanQuery& q) {
     return fmt::format("{} bytes of shared memory (T={} hidden rows of H={} in float, the slot tables, T routing scratches of E={}) > {}", smem,
                        q.num_tokens, p.hidden, p.num_experts, kDecodeTokenSmemBudget);
   return std::nullopt;
+}
+
+// Measured on the H200 (docs/perf-notes.md, step 21; device calls 3-4 of
+// docs/device-logs/2026-11-26-small-t/): the few-token kernel is faster than the stages at every T
+// from 2 to 8 where the routed slots are fewer than the experts (Qwen3-30B-A3B T=2 -18%, T=5 -4%,
+// T = 6 and 8 level; GPT-OSS-120B -2..-14%; DeepSeek-V3 T = 2..4 -1..-5%; Mixtral-8x7B T = 2, 3
+// -3..-4%), and slower where they are not (Mixtral T = 4..8, every one of its 8 experts expected
+// to be hit: +7..+29%): there each expert's gemm2 rows meet more tokens' act rows, which the kernel
+// re-reads from L2 once per token.
+std::optional<std::string> decode_tokens_prefers_stages(const PlanQuery& q) {
+  const auto& p = q.problem;
+  if (q.num_tokens * p.top_k < p.num_experts) return std::nullopt;
+  return fmt::format("T*top_k={} >= E={} (every expert expected to be hit): measured slower than the stages on the H200 "
+                     "(docs/perf-notes.md, step 21); fusion.whole_layer=on takes it",
+                     q.num_tokens * p.top_k, p.num_experts);
 }
 
 // Measured on the H200 (docs/perf-notes.md, step 7; 76256b4): the stage pipeline was as fast at
@@ -773,7 +788,8 @@ Status register_cuda_backend(Registry& r) {
   // The GEMV kernels first: where they and the decode layer take a problem (T <= 8), they are tried
   // first (the decode layer prefers the stages; FusionControls::whole_layer_impl picks it by name).
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_token", cuda, kDecodeLayerFormats, decode_token_declines, decode_token_stage}));
-  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_tokens", cuda, kDecodeLayerFormats, decode_tokens_declines, decode_tokens_stage}));
+  MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_tokens", cuda, kDecodeLayerFormats, decode_tokens_declines, decode_tokens_stage,
+                                            decode_tokens_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_fused_layer({"cuda.decode_layer", cuda, kDecodeLayerFormats, decode_layer_declines, decode_layer_stage, decode_layer_prefers_stages}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route", cuda, Stage::kRoute, Stage::kRoute, {F::kStandard}, route_stage}));
   MOEKIT_RETURN_IF_ERROR(r.add_stage({"cuda.route_build_maps", cuda, Stage::kRoute, Stage::kBuildMaps, {F::kStandard}, route_build_maps_stage}));
