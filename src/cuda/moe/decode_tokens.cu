@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/common/device_utils.cuh"
@@ -48,7 +49,6 @@ using namespace gemv;  // NOLINT: the GEMV helpers (decode_gemv.cuh)
 
 constexpr int kThreads = 512;
 constexpr int kWarpsPerCta = kThreads / 32;
-constexpr int kG2Rows = 4;          // gemm2 rows per item
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
 // Dynamic shared memory: the hidden rows (float [T][H]), the slot and pair tables (S = T*K entries
@@ -167,7 +167,7 @@ __device__ void list_groups(const DecodeLayerArgs& a, int S, unsigned char* smem
   }
 }
 
-template <typename T, int kMaxT, int kG2Chunks>
+template <typename T, int kMaxT, int kG2Rows, int kG2Chunks>
 __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerArgs a, TokenScratch s, TokensSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_groups_s;
@@ -407,7 +407,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
 // groups of up to 4 do.
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokensSmemLayout& L, void* stream) {
-  auto kernel = a.route.tokens <= 2 ? decode_tokens_kernel<T, 2, 3> : decode_tokens_kernel<T, 4, 3>;
+  static const int variant = [] {
+    const char* v = std::getenv("MOEKIT_DECODE_TOKENS_VARIANT");  // experiment only (step 21, call 5)
+    return v ? std::atoi(v) : 0;
+  }();
+  auto kernel = a.route.tokens <= 2 ? (variant == 1 ? decode_tokens_kernel<T, 2, 8, 2> : decode_tokens_kernel<T, 2, 4, 3>)
+                                    : (variant == 1 ? decode_tokens_kernel<T, 4, 8, 1> : decode_tokens_kernel<T, 4, 4, 3>);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
   return launch_kernel("decode_tokens_kernel", kernel, shape, stream, a, s, L);
