@@ -11,8 +11,9 @@
 //               PreRouted ids that repeat an expert within a token give it several groups.
 //     gemm1     item (group g, output j): the gate and up rows j of g's expert, streamed once,
 //               dotted with the hidden row of each of g's pairs; bias and activation; act[pair][j].
-//     gemm2     item (group g, 4 rows h): those rows of W2, streamed once, dotted with act[pair]
-//               for each pair; y[pair][h] (under no_combine: scaled, plus bias, into out[slot][h]).
+//     gemm2     item (group g, 4 or 8 rows h: gemm2_rows_per_item): those rows of W2, streamed once,
+//               dotted with act[pair] for each pair; y[pair][h] (under no_combine: scaled, plus
+//               bias, into out[slot][h]).
 //     combine   item (token t, 4 outputs h): out[t][h] = the sum over t's local slots, in slot
 //               order, of factor * (y[pair] + bias): no atomics, bitwise deterministic.
 //
@@ -28,8 +29,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "cuda/common/device_utils.cuh"
@@ -401,18 +402,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
   }
 }
 
+// gemm2's W2 rows per item, 4 or 8: the one whose busiest warp streams fewer rows, counting the
+// groups the routing is expected to give (each local expert hit with probability 1 - (1 - K/E)^T),
+// and 8 on a tie. Measured on the H200 (docs/perf-notes.md, step 21, call 5), 8 rows against 4:
+// Qwen3-30B-A3B T = 3..8 -3..-5%, DeepSeek-V3 T = 2 and 4 -5% and -4%, GPT-OSS-120B T = 4 and 8
+// -1.5% and -0.6%, Mixtral-8x7B T=8 -8%; slower where 8-row items leave warps idle (Mixtral T=3 with
+// about 5 groups: 2,560 items on 2,112 warps, +5.5%; T=4 +1.3%) and at GPT-OSS T=3 (+4%, a tie here).
+int gemm2_rows_per_item(const DecodeLayerArgs& a, int64_t warps) {
+  const double K = a.route.top_k, E = std::max(a.route.experts, 1);
+  const double hit = 1.0 - std::pow(std::max(0.0, 1.0 - K / E), static_cast<double>(a.route.tokens));
+  const int64_t groups = std::max<int64_t>(1, std::llround(a.local_experts * hit));
+  auto busiest = [&](int64_t rows) { return ceil_div(groups * ceil_div(a.hidden_size, rows), warps) * rows; };
+  return busiest(8) <= busiest(4) ? 8 : 4;
+}
+
 // The most pairs a group holds (the accumulators live in registers): 2 at T = 2, else 4. A group is
 // one expert's tokens, up to kMaxT of them; an expert with more takes several groups. Step 21 of
 // docs/perf-notes.md: groups of up to 8 (their kernel spilled registers) ran T = 5..8 slower than
-// groups of up to 4 do.
+// groups of up to 4 do. gemm2's loads in flight per lane: 12 chunks at 4 rows, 16 or 8 at 8 rows
+// (8 x 2 spilled with groups of 4).
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokensSmemLayout& L, void* stream) {
-  static const int variant = [] {
-    const char* v = std::getenv("MOEKIT_DECODE_TOKENS_VARIANT");  // experiment only (step 21, call 5)
-    return v ? std::atoi(v) : 0;
-  }();
-  auto kernel = a.route.tokens <= 2 ? (variant == 1 ? decode_tokens_kernel<T, 2, 8, 2> : decode_tokens_kernel<T, 2, 4, 3>)
-                                    : (variant == 1 ? decode_tokens_kernel<T, 4, 8, 1> : decode_tokens_kernel<T, 4, 4, 3>);
+  const bool rows8 = gemm2_rows_per_item(a, static_cast<int64_t>(std::max(a.sm_count, 1)) * kWarpsPerCta) == 8;
+  auto kernel = a.route.tokens <= 2 ? (rows8 ? decode_tokens_kernel<T, 2, 8, 2> : decode_tokens_kernel<T, 2, 4, 3>)
+                                    : (rows8 ? decode_tokens_kernel<T, 4, 8, 1> : decode_tokens_kernel<T, 4, 4, 3>);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
   return launch_kernel("decode_tokens_kernel", kernel, shape, stream, a, s, L);
