@@ -402,18 +402,20 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
   }
 }
 
-// gemm2's W2 rows per item, 4 or 8: the one whose busiest warp streams fewer rows, counting the
-// groups the routing is expected to give (each local expert hit with probability 1 - (1 - K/E)^T),
-// and 8 on a tie. Measured on the H200 (docs/perf-notes.md, step 21, call 5), 8 rows against 4:
-// Qwen3-30B-A3B T = 3..8 -3..-5%, DeepSeek-V3 T = 2 and 4 -5% and -4%, GPT-OSS-120B T = 4 and 8
-// -1.5% and -0.6%, Mixtral-8x7B T=8 -8%; slower where 8-row items leave warps idle (Mixtral T=3 with
-// about 5 groups: 2,560 items on 2,112 warps, +5.5%; T=4 +1.3%) and at GPT-OSS T=3 (+4%, a tie here).
+// gemm2's W2 rows per item, 4 or 8: 8 unless its busiest warp streams over 1.25 times the rows of
+// 4's, counting the groups the routing is expected to give (each local expert hit with probability
+// 1 - (1 - K/E)^T). Measured on the H200 (docs/perf-notes.md, step 21, calls 5-7), 8 rows against
+// 4: Qwen3-30B-A3B T = 3..8 -3..-5%, DeepSeek-V3 T = 2 and 4 -5% and -4%, GPT-OSS-120B T = 4 and 8
+// -1.5% and -0.6%, Mixtral-8x7B T=8 -8%; slower where 8-row items leave warps idle: Mixtral T = 3
+// and 4 (about 5 groups: 2,560 items on 2,112 warps, the busiest warp 16 rows against 12; +5.5% and
+// +1.3%), and at GPT-OSS T=3 (+4%, equal rows). A strict comparison (call 6) gave Qwen3 T = 5 and 8
+// 4 rows for 10% fewer rows on the busiest warp, and lost the 8-row gain there.
 int gemm2_rows_per_item(const DecodeLayerArgs& a, int64_t warps) {
   const double K = a.route.top_k, E = std::max(a.route.experts, 1);
   const double hit = 1.0 - std::pow(std::max(0.0, 1.0 - K / E), static_cast<double>(a.route.tokens));
   const int64_t groups = std::max<int64_t>(1, std::llround(a.local_experts * hit));
   auto busiest = [&](int64_t rows) { return ceil_div(groups * ceil_div(a.hidden_size, rows), warps) * rows; };
-  return busiest(8) <= busiest(4) ? 8 : 4;
+  return 4 * busiest(8) <= 5 * busiest(4) ? 8 : 4;
 }
 
 // The most pairs a group holds (the accumulators live in registers): 2 at T = 2, else 4. A group is
