@@ -82,6 +82,77 @@ __device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc)
   return dot8<T>(w, reinterpret_cast<const float4*>(x)[0], reinterpret_cast<const float4*>(x)[1], acc);
 }
 
+// The 8 elements of a 16-byte chunk (type T) into d[0..8), in float.
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& v, float* d) {
+  detail::unpack2<T>(v.x, d[0], d[1]);
+  detail::unpack2<T>(v.y, d[2], d[3]);
+  detail::unpack2<T>(v.z, d[4], d[5]);
+  detail::unpack2<T>(v.w, d[6], d[7]);
+}
+
+// gemm2, one pass: chunks c0 + lane + 32 q (q < C) of W2 rows h0..h0+R-1 of one expert (`w2`, its
+// [H][I] block), zeros past the last row or the row end (c2 chunks a row).
+template <typename T, int R, int C>
+__device__ __forceinline__ void load_w2_pass(const T* w2, int64_t h0, int64_t H, int64_t I, int64_t c0, int64_t c2, int lane, uint64_t policy,
+                                             uint4 (&v)[R][C]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const T* w = w2 + (h0 + r) * I;
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      const int64_t c = c0 + lane + 32 * q;
+      v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+// The act chunks that pass meets (an act row of c2 chunks), all loads out before any check (one L2
+// round trip, not one per chunk), re-read until none is the sentinel.
+template <int C>
+__device__ __forceinline__ void wait_act_pass(const float* act, int64_t c0, int64_t c2, int lane, float4 (&x)[C][2]) {
+  const float* p[C];
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    const int64_t c = c0 + lane + 32 * q;
+    p[q] = act + 8 * (c < c2 ? c : 0);
+  }
+  bool ready = false;
+  while (!ready) {
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      x[q][0] = load_relaxed4(p[q]);
+      x[q][1] = load_relaxed4(p[q] + 4);
+    }
+    ready = true;
+#pragma unroll
+    for (int q = 0; q < C; ++q) ready = ready && written(x[q][0]) && written(x[q][1]);
+    if (!ready) __nanosleep(32);
+  }
+}
+// acc[r] += row r's chunks of the pass times the act chunks.
+template <typename T, int R, int C>
+__device__ __forceinline__ void dot_w2_pass(const uint4 (&v)[R][C], const float4 (&x)[C][2], int64_t c0, int64_t c2, int lane, float (&acc)[R]) {
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    if (c0 + lane + 32 * q >= c2) continue;
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = dot8<T>(v[r][q], x[q][0], x[q][1], acc[r]);
+  }
+}
+// The combine: up to 8 values of one column (`col` + row * stride for each row >= 0; 0 for a row < 0),
+// all loads out before any check, re-read until none is the sentinel.
+__device__ __forceinline__ void wait_column8(const float* col, const int (&row)[8], int64_t stride, float (&y)[8]) {
+  bool ready = false;
+  while (!ready) {
+#pragma unroll
+    for (int w = 0; w < 8; ++w) y[w] = row[w] >= 0 ? load_relaxed(col + static_cast<int64_t>(row[w]) * stride) : 0.f;
+    ready = true;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) ready = ready && __float_as_uint(y[w]) != kUnwritten;
+    if (!ready) __nanosleep(32);
+  }
+}
+
 // 16-byte weight chunks a lane has in flight per pass of gemm1: two rows (gate, up) of 8 chunks
 // each, 16 loads = 256 bytes a lane, 128 KB an SM. gemm2's (rows x chunks) are the kernel's template
 // parameters (gemm2_rows_per_item).

@@ -144,12 +144,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
     if (grouped && warp < a.route.n_group) route_grouped_phase1(a.route, 0, smem + L.route, warp, lane);
     const T* x = static_cast<const T*>(a.hidden);
     for (int64_t c = tid - 32; c < H / 8; c += kThreads - 32) {
-      const uint4 v = *reinterpret_cast<const uint4*>(x + 8 * c);
-      float* d = xs + 8 * c;
-      detail::unpack2<T>(v.x, d[0], d[1]);
-      detail::unpack2<T>(v.y, d[2], d[3]);
-      detail::unpack2<T>(v.z, d[4], d[5]);
-      detail::unpack2<T>(v.w, d[6], d[7]);
+      unpack8<T>(*reinterpret_cast<const uint4*>(x + 8 * c), xs + 8 * c);
     }
     if (early_ok && t0 < static_cast<int64_t>(K) * I) {
       const volatile int* ready = early_s;
@@ -254,40 +249,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 #pragma unroll 1
     for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
       uint4 v[kG2Rows][kG2Chunks];
-#pragma unroll
-      for (int r = 0; r < kG2Rows; ++r) {
-        const T* w = W2 + (static_cast<int64_t>(e) * H + h0 + r) * I;
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) {
-          const int64_t c = c0 + lane + 32 * q;
-          v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-        }
-      }
-      // This lane's act chunks, all loads out before any check: one L2 round trip, not one per chunk.
-      // Re-read until none is the sentinel (usually at once: the walk runs a slot's gemm1 items
-      // before its gemm2 items).
+      load_w2_pass<T>(W2 + static_cast<int64_t>(e) * H * I, h0, H, I, c0, c2, lane, policy, v);
+      // The act chunks: usually written at once (the walk runs a slot's gemm1 items before its gemm2
+      // items).
       float4 x[kG2Chunks][2];
-      bool ready = false;
-      while (true) {
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) {
-          const int64_t c = c0 + lane + 32 * q;
-          const float* p = act + 8 * (c < c2 ? c : 0);
-          x[q][0] = load_relaxed4(p);
-          x[q][1] = load_relaxed4(p + 4);
-        }
-        ready = true;
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) ready = ready && written(x[q][0]) && written(x[q][1]);
-        if (ready) break;
-        __nanosleep(32);
-      }
-#pragma unroll
-      for (int q = 0; q < kG2Chunks; ++q) {
-        if (c0 + lane + 32 * q >= c2) continue;
-#pragma unroll
-        for (int r = 0; r < kG2Rows; ++r) acc[r] = dot8<T>(v[r][q], x[q][0], x[q][1], acc[r]);
-      }
+      wait_act_pass(act, c0, c2, lane, x);
+      dot_w2_pass<T>(v, x, c0, c2, lane, acc);
     }
 #pragma unroll
     for (int r = 0; r < kG2Rows; ++r) acc[r] = detail::warp_sum(acc[r]);
@@ -324,19 +291,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
         // The slots' values 8 at a time, all loads out before any check, then summed in slot order.
         float sum = 0.f;
         for (int i0 = 0; i0 < nl; i0 += 8) {
+          int row[8];
+#pragma unroll
+          for (int u = 0; u < 8; ++u) row[u] = i0 + u < nl ? i0 + u : -1;
           float y[8];
-          bool ready = false;
-          while (true) {
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-              y[u] = load_relaxed(s.y + static_cast<int64_t>(i0 + u < nl ? i0 + u : i0) * H + h);
-            }
-            ready = true;
-#pragma unroll
-            for (int u = 0; u < 8; ++u) ready = ready && __float_as_uint(y[u]) != kUnwritten;
-            if (ready) break;
-            __nanosleep(32);
-          }
+          wait_column8(s.y + h, row, H, y);
 #pragma unroll
           for (int u = 0; u < 8; ++u) {
             if (i0 + u >= nl) continue;

@@ -202,12 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
     const T* x = static_cast<const T*>(a.hidden);
     const int64_t chunks = static_cast<int64_t>(Tn) * H / 8;  // H is a multiple of 8
     for (int64_t c = tid - 32 * Tn; c < chunks; c += kThreads - 32 * Tn) {
-      const uint4 v = *reinterpret_cast<const uint4*>(x + 8 * c);
-      float* d = xs + 8 * c;
-      detail::unpack2<T>(v.x, d[0], d[1]);
-      detail::unpack2<T>(v.y, d[2], d[3]);
-      detail::unpack2<T>(v.z, d[4], d[5]);
-      detail::unpack2<T>(v.w, d[6], d[7]);
+      unpack8<T>(*reinterpret_cast<const uint4*>(x + 8 * c), xs + 8 * c);
     }
   }
   __syncthreads();
@@ -302,40 +297,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
 #pragma unroll 1
     for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
       uint4 v[kG2Rows][kG2Chunks];
-#pragma unroll
-      for (int r = 0; r < kG2Rows; ++r) {
-        const T* w = W2 + (static_cast<int64_t>(e) * H + h0 + r) * I;
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) {
-          const int64_t c = c0 + lane + 32 * q;
-          v[r][q] = h0 + r < H && c < c2 ? load_stream(w + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-        }
-      }
+      load_w2_pass<T>(W2 + static_cast<int64_t>(e) * H * I, h0, H, I, c0, c2, lane, policy, v);
 #pragma unroll
       for (int pp = 0; pp < kMaxT; ++pp) {
         if (pp >= np) continue;
-        const float* act = s.act + static_cast<int64_t>(base + pp) * I;
         float4 x[kG2Chunks][2];
-        while (true) {  // all loads out before any check: one L2 round trip, not one per chunk
-#pragma unroll
-          for (int q = 0; q < kG2Chunks; ++q) {
-            const int64_t c = c0 + lane + 32 * q;
-            const float* p = act + 8 * (c < c2 ? c : 0);
-            x[q][0] = load_relaxed4(p);
-            x[q][1] = load_relaxed4(p + 4);
-          }
-          bool ready = true;
-#pragma unroll
-          for (int q = 0; q < kG2Chunks; ++q) ready = ready && written(x[q][0]) && written(x[q][1]);
-          if (ready) break;
-          __nanosleep(32);
-        }
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) {
-          if (c0 + lane + 32 * q >= c2) continue;
-#pragma unroll
-          for (int r = 0; r < kG2Rows; ++r) acc[pp][r] = dot8<T>(v[r][q], x[q][0], x[q][1], acc[pp][r]);
-        }
+        wait_act_pass(s.act + static_cast<int64_t>(base + pp) * I, c0, c2, lane, x);
+        dot_w2_pass<T>(v, x, c0, c2, lane, acc[pp]);
       }
     }
 #pragma unroll
@@ -378,15 +346,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
           float y[8];
 #pragma unroll
           for (int w = 0; w < 8; ++w) p[w] = k0 + w < K ? slot_pair[k0 + w] : -1;
-          while (true) {
-#pragma unroll
-            for (int w = 0; w < 8; ++w) y[w] = p[w] >= 0 ? load_relaxed(s.y + static_cast<int64_t>(p[w]) * H + h) : 0.f;
-            bool ready = true;
-#pragma unroll
-            for (int w = 0; w < 8; ++w) ready = ready && __float_as_uint(y[w]) != kUnwritten;
-            if (ready) break;
-            __nanosleep(32);
-          }
+          wait_column8(s.y + h, p, H, y);
 #pragma unroll
           for (int w = 0; w < 8; ++w) {
             if (p[w] < 0) continue;
