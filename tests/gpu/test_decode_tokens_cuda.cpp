@@ -52,6 +52,11 @@ TEST(DecodeTokensCuda, TokenCountsAndOddShapes) {
   Case f16{"f16 softmax E64 K8 H2048 I768 T8", base_problem(64, 8, 2048, 768), 8};
   f16.problem.activation_dtype = DType::kF16;
   expect_tokens_within_tolerance(f16, 543);
+  // Hidden rows over the shared-memory budget in float: kept in the activation dtype (bf16, f16).
+  expect_tokens_within_tolerance({"16-bit hidden rows: E16 K2 H12008 I136 T4", base_problem(16, 2, 12008, 136), 4}, 544);
+  Case f16_rows{"16-bit hidden rows, f16: E64 K8 H7168 I256 T7 biases", base_problem(64, 8, 7168, 256), 7, true};
+  f16_rows.problem.activation_dtype = DType::kF16;
+  expect_tokens_within_tolerance(f16_rows, 545);
 }
 
 TEST(DecodeTokensCuda, RoutingMethodsAndWideExperts) {
@@ -147,7 +152,7 @@ TEST(DecodeTokensCuda, DeclinedProblemsRunElsewhere) {
   Case on_input{"weight on input E16 K1 T4", base_problem(16, 1, kH, kI), 4};
   on_input.problem.apply_router_weight_on_input = true;
   cases.push_back(on_input);
-  cases.push_back({"E2 K1 H8200 I8 T8: hidden rows over the budget", base_problem(2, 1, 8200, 8), 8});
+  cases.push_back({"E2 K1 H16400 I8 T8: hidden rows over the budget even in 16 bits", base_problem(2, 1, 16400, 8), 8});
   cases.push_back({"T9 E8 K2", base_problem(8, 2, kH, kI), 9});
   Case off{"whole_layer off T4", base_problem(8, 2, kH, kI), 4};
   off.fusions.whole_layer = Switch::kOff;

@@ -400,7 +400,7 @@ std::optional<std::string> decode_tokens_declines(const PlanQuery& q) {
   const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
   const int64_t smem = decode_tokens_smem_bytes(q.num_tokens, p.num_experts, n_group, p.top_k, p.hidden);
   if (smem > kDecodeTokenSmemBudget)
-    return fmt::format("{} bytes of shared memory (T={} hidden rows of H={} in float, the slot tables, T routing scratches of E={}) > {}", smem,
+    return fmt::format("{} bytes of shared memory (T={} hidden rows of H={} in 16 bits, the slot tables, T routing scratches of E={}) > {}", smem,
                        q.num_tokens, p.hidden, p.num_experts, kDecodeTokenSmemBudget);
   return std::nullopt;
 }

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
@@ -52,16 +53,17 @@ constexpr int kThreads = 512;
 constexpr int kWarpsPerCta = kThreads / 32;
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
-// Dynamic shared memory: the hidden rows (float [T][H]), the slot and pair tables (S = T*K entries
-// each; groups at most S), then one routing scratch per routing warp.
+// Dynamic shared memory: the hidden rows ([T][H], in float where that fits kDecodeTokenSmemBudget,
+// else in the activation dtype: tokens_x_bytes), the slot and pair tables (S = T*K entries each;
+// groups at most S), then one routing scratch per routing warp.
 struct TokensSmemLayout {
   int64_t x, ids, wts, loc, lead, pos, gidx, pair_slot, pair_x, pair_factor, pair_expert, pair_of_slot, g_expert, g_begin, route, route_each, bytes;
 };
-__host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
+__host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes, int x_bytes) {
   TokensSmemLayout l;
   const int64_t S = tokens * top_k, table = (S * 4 + 15) / 16 * 16;
   l.x = 0;
-  l.ids = (tokens * hidden * 4 + 15) / 16 * 16;
+  l.ids = (tokens * hidden * x_bytes + 15) / 16 * 16;
   l.wts = l.ids + table;
   l.loc = l.wts + table;
   l.lead = l.loc + table;
@@ -78,6 +80,26 @@ __host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, i
   l.route_each = static_cast<int64_t>(route_bytes);  // a multiple of 8 (route_smem_per_warp)
   l.bytes = l.route + tokens * l.route_each;
   return l;
+}
+
+// The hidden rows' element size in shared memory: 4 (float: no conversion in gemm1's loop) where the
+// layout fits kDecodeTokenSmemBudget, else 2 (the activation dtype: DeepSeek-V3's H = 7168 from T = 5).
+inline int tokens_x_bytes(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
+  return tokens_smem_layout(tokens, top_k, hidden, route_bytes, 4).bytes <= kDecodeTokenSmemBudget ? 4 : 2;
+}
+
+// Chunk c of a hidden row in shared memory (float, or the activation dtype T), as 8 floats.
+template <typename T, typename XS>
+__device__ __forceinline__ void load_x8(const XS* row, int64_t c, float4& x0, float4& x1) {
+  if constexpr (std::is_same_v<XS, float>) {
+    x0 = reinterpret_cast<const float4*>(row + 8 * c)[0];
+    x1 = reinterpret_cast<const float4*>(row + 8 * c)[1];
+  } else {
+    float f[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(row + 8 * c), f);
+    x0 = make_float4(f[0], f[1], f[2], f[3]);
+    x1 = make_float4(f[4], f[5], f[6], f[7]);
+  }
 }
 
 // Warp 0: the groups of pairs from the routed ids (see the file comment). S <= kDecodeTokensMaxSlots.
@@ -168,11 +190,11 @@ __device__ void list_groups(const DecodeLayerArgs& a, int S, unsigned char* smem
   }
 }
 
-template <typename T, int kMaxT, int kG2Rows, int kG2Chunks>
+template <typename T, typename XS, int kMaxT, int kG2Rows, int kG2Chunks>
 __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerArgs a, TokenScratch s, TokensSmemLayout L) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int n_groups_s;
-  float* xs = reinterpret_cast<float*>(smem + L.x);
+  XS* xs = reinterpret_cast<XS*>(smem + L.x);
   int* ids = reinterpret_cast<int*>(smem + L.ids);
   float* wts = reinterpret_cast<float*>(smem + L.wts);
   const int* pair_slot = reinterpret_cast<const int*>(smem + L.pair_slot);
@@ -202,7 +224,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
     const T* x = static_cast<const T*>(a.hidden);
     const int64_t chunks = static_cast<int64_t>(Tn) * H / 8;  // H is a multiple of 8
     for (int64_t c = tid - 32 * Tn; c < chunks; c += kThreads - 32 * Tn) {
-      unpack8<T>(*reinterpret_cast<const uint4*>(x + 8 * c), xs + 8 * c);
+      const uint4 v = *reinterpret_cast<const uint4*>(x + 8 * c);
+      if constexpr (std::is_same_v<XS, float>) unpack8<T>(v, xs + 8 * c);
+      else *reinterpret_cast<uint4*>(xs + 8 * c) = v;
     }
   }
   __syncthreads();
@@ -250,9 +274,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_tokens_kernel(DecodeLayerA
 #pragma unroll
           for (int pp = 0; pp < kMaxT; ++pp) {
             if (pp < np) {
-              const float* xp = xs + xrow[pp] + 8 * c;
-              ag[pp] = dot8<T>(g[q], xp, ag[pp]);
-              if (a.gated) au[pp] = dot8<T>(u[q], xp, au[pp]);
+              float4 x0, x1;
+              load_x8<T>(xs + xrow[pp], c, x0, x1);
+              ag[pp] = dot8<T>(g[q], x0, x1, ag[pp]);
+              if (a.gated) au[pp] = dot8<T>(u[q], x0, x1, au[pp]);
             }
           }
         }
@@ -383,11 +408,11 @@ int gemm2_rows_per_item(const DecodeLayerArgs& a, int64_t warps) {
 // docs/perf-notes.md: groups of up to 8 (their kernel spilled registers) ran T = 5..8 slower than
 // groups of up to 4 do. gemm2's loads in flight per lane: 12 chunks at 4 rows, 16 or 8 at 8 rows
 // (8 x 2 spilled with groups of 4).
-template <typename T>
+template <typename T, typename XS>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokensSmemLayout& L, void* stream) {
   const bool rows8 = gemm2_rows_per_item(a, static_cast<int64_t>(std::max(a.sm_count, 1)) * kWarpsPerCta) == 8;
-  auto kernel = a.route.tokens <= 2 ? (rows8 ? decode_tokens_kernel<T, 2, 8, 2> : decode_tokens_kernel<T, 2, 4, 3>)
-                                    : (rows8 ? decode_tokens_kernel<T, 4, 8, 1> : decode_tokens_kernel<T, 4, 4, 3>);
+  auto kernel = a.route.tokens <= 2 ? (rows8 ? decode_tokens_kernel<T, XS, 2, 8, 2> : decode_tokens_kernel<T, XS, 2, 4, 3>)
+                                    : (rows8 ? decode_tokens_kernel<T, XS, 4, 8, 1> : decode_tokens_kernel<T, XS, 4, 4, 3>);
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};
   return launch_kernel("decode_tokens_kernel", kernel, shape, stream, a, s, L);
@@ -400,7 +425,8 @@ size_t decode_tokens_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, in
 }
 
 int64_t decode_tokens_smem_bytes(int64_t tokens, int experts, int n_group, int top_k, int64_t hidden) {
-  return tokens_smem_layout(tokens, top_k, hidden, route_smem_per_warp(experts, n_group)).bytes;
+  const size_t route_bytes = route_smem_per_warp(experts, n_group);
+  return tokens_smem_layout(tokens, top_k, hidden, route_bytes, tokens_x_bytes(tokens, top_k, hidden, route_bytes)).bytes;
 }
 
 Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
@@ -418,7 +444,8 @@ Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
     return Status::Internal("decode tokens kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
   if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal("decode tokens kernel: scratch not 16-byte aligned");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
-  const TokensSmemLayout L = tokens_smem_layout(T_, K, a.hidden_size, route_bytes);
+  const int x_bytes = tokens_x_bytes(T_, K, a.hidden_size, route_bytes);
+  const TokensSmemLayout L = tokens_smem_layout(T_, K, a.hidden_size, route_bytes, x_bytes);
   if (L.bytes > max_smem_optin())
     return Status::Unsupported("decode tokens kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden rows, slot tables, routing) > this GPU's " +
                                std::to_string(max_smem_optin()));
@@ -426,8 +453,8 @@ Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
   const int64_t slots = T_ * K;
   const TokenScratch s{f, f + slots * a.inter, slots * (a.inter + a.hidden_size)};  // act then y
   MOEKIT_RETURN_IF_ERROR(gemv::launch_sentinel_reset(s, a.sm_count, stream));
-  if (a.type == Elem::kBF16) return launch_typed<__nv_bfloat16>(a, s, L, stream);
-  if (a.type == Elem::kF16) return launch_typed<__half>(a, s, L, stream);
+  if (a.type == Elem::kBF16) return x_bytes == 4 ? launch_typed<__nv_bfloat16, float>(a, s, L, stream) : launch_typed<__nv_bfloat16, __nv_bfloat16>(a, s, L, stream);
+  if (a.type == Elem::kF16) return x_bytes == 4 ? launch_typed<__half, float>(a, s, L, stream) : launch_typed<__half, __half>(a, s, L, stream);
   return Status::Unsupported("decode tokens kernel: the CUDA kernels take f16 or bf16 activations");
 }
 

@@ -377,8 +377,9 @@ inline constexpr int64_t kDecodeTokensMax = 8;
 inline constexpr int64_t kDecodeTokensMaxSlots = 64;  // T*K: warp 0 groups the slots in two rounds of 32
 // Its scratch: float act rows [T*K][I] and gemm2 rows [T*K][H].
 size_t decode_tokens_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, int64_t inter);
-// Its dynamic shared memory: the T hidden rows in float, the slot and pair tables, and a routing
-// scratch per token (route_smem_per_warp); the plan declines what does not fit kDecodeTokenSmemBudget.
+// Its dynamic shared memory: the T hidden rows (in float where that fits kDecodeTokenSmemBudget, else
+// in the activation dtype), the slot and pair tables, and a routing scratch per token
+// (route_smem_per_warp); the plan declines what does not fit the budget even with 16-bit rows.
 int64_t decode_tokens_smem_bytes(int64_t tokens, int experts, int n_group, int top_k, int64_t hidden);
 Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream);
 
