@@ -405,13 +405,13 @@ std::optional<std::string> decode_tokens_declines(const PlanQuery& q) {
   return std::nullopt;
 }
 
-// Measured on the H200 (docs/perf-notes.md, step 21; device calls 3-4 of
+// Measured on the H200 (docs/perf-notes.md, step 21; device calls 4-10 of
 // docs/device-logs/2026-11-26-small-t/): the few-token kernel is faster than the stages at every T
-// from 2 to 8 where the routed slots are fewer than the experts (Qwen3-30B-A3B T=2 -18%, T=5 -4%,
-// T = 6 and 8 level; GPT-OSS-120B -2..-14%; DeepSeek-V3 T = 2..4 -1..-5%; Mixtral-8x7B T = 2, 3
-// -3..-4%), and slower where they are not (Mixtral T = 4..8, every one of its 8 experts expected
-// to be hit: +7..+29%): there each expert's gemm2 rows meet more tokens' act rows, which the kernel
-// re-reads from L2 once per token.
+// from 2 to 8 where the routed slots are fewer than the experts (Qwen3-30B-A3B -4..-18%,
+// GPT-OSS-120B -2..-14%, DeepSeek-V3 T = 2..7 -4..-9%, Mixtral-8x7B T = 2, 3 -1..-3%), and slower
+// where they are not (Mixtral T = 4..8, every one of its 8 experts expected to be hit: +6..+30%):
+// there each expert's gemm2 rows meet more tokens' act rows, which the kernel re-reads from L2 once
+// per token.
 std::optional<std::string> decode_tokens_prefers_stages(const PlanQuery& q) {
   const auto& p = q.problem;
   if (q.num_tokens * p.top_k < p.num_experts) return std::nullopt;
