@@ -89,6 +89,44 @@ Case activation_case(Activation a, int64_t T) {
   return c;
 }
 
+std::vector<Case> every_activation_case(int64_t T) {
+  std::vector<Case> cases;
+  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
+                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
+    cases.push_back(activation_case(a, T));
+  return cases;
+}
+
+std::vector<Case> routing_method_cases(int64_t T) {
+  std::vector<Case> cases;
+  Case ds{fmt::format("deepseek E64 K6 groups8/3 scale2.5 T{}", T), base_problem(64, 6, kH, kI), T};
+  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
+  ds.problem.routing.n_group = 8;
+  ds.problem.routing.topk_group = 3;
+  ds.problem.routing.routed_scaling_factor = 2.5f;
+  cases.push_back(ds);
+  Case mix{fmt::format("topk_softmax E256 K10 H2880 I1408 T{}", T), base_problem(256, 10, 2880, 1408), T};
+  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
+  cases.push_back(mix);
+  Case topk{fmt::format("plain topk E64 K8 no renorm T{}", T), base_problem(64, 8, kH, kI), T};
+  topk.problem.routing.method = RoutingMethod::kTopK;
+  topk.problem.routing.renormalize = false;
+  cases.push_back(topk);
+  Case llama{fmt::format("llama4 E16 K1 (weight on the output) T{}", T), base_problem(16, 1, kH, kI), T};
+  llama.problem.routing.method = RoutingMethod::kLlama4;
+  cases.push_back(llama);
+  cases.push_back({fmt::format("softmax E512 K8 T{}", T), base_problem(512, 8, kH, kI), T});
+  return cases;
+}
+
+Case prerouted_f16_relu2_case(int64_t T) {
+  Case c{fmt::format("prerouted f16 relu2 E64 K8 T{}", T), base_problem(64, 8, kH, kI), T};
+  c.problem.input_format = InputFormat::kPreRouted;
+  c.problem.activation_dtype = DType::kF16;
+  c.problem.activation.kind = Activation::kReLU2;
+  return c;
+}
+
 Case expert_range_no_combine_case(int64_t T) {
   Case c{fmt::format("EP range 2..6 of 8, no_combine, geglu T{}", T), base_problem(8, 3, kH, kI), T};
   c.problem.local_expert_begin = 2;

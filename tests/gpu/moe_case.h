@@ -56,6 +56,14 @@ MoeProblem base_problem(int E, int K, int H, int I);
 Case gpt_oss_case(int E, int K, int H, int I, int64_t T);
 // activation `a` in f16 with biases, E8 K2 at the odd shape;
 Case activation_case(Activation a, int64_t T);
+// activation_case for every activation;
+std::vector<Case> every_activation_case(int64_t T);
+// the routing methods a whole-layer kernel routes itself: DeepSeek-V3's grouped top-k (E64 K6,
+// groups 8/3, scale 2.5), topk_softmax with wide experts (E256 K10 H2880 I1408), plain top-k without
+// renormalization (E64 K8), Llama-4 (E16 K1, the weight on the output), softmax over 512 experts (K8);
+std::vector<Case> routing_method_cases(int64_t T);
+// PreRouted ids in f16 with ReLU^2, E64 K8;
+Case prerouted_f16_relu2_case(int64_t T);
 // experts 2..5 of 8 local, no_combine, GeGLU;
 Case expert_range_no_combine_case(int64_t T);
 // an expert_map holding every other of 64 experts, K8.

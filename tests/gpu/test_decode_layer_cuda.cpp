@@ -57,40 +57,24 @@ TEST(DecodeLayerCuda, TokenCountsAndRowsPerCta) {
 
 TEST(DecodeLayerCuda, RoutingMethodsAndWideExperts) {
   MOEKIT_REQUIRE_GPU();
-  Case ds{"deepseek E64 K6 groups8/3 scale2.5 T7", base_problem(64, 6, kH, kI), 7};
-  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
-  ds.problem.routing.n_group = 8;
-  ds.problem.routing.topk_group = 3;
-  ds.problem.routing.routed_scaling_factor = 2.5f;
-  expect_decode_within_tolerance(ds, 1);
-  Case mix{"topk_softmax E256 K10 H2880 I1408 T3", base_problem(256, 10, 2880, 1408), 3};
-  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
-  expect_decode_within_tolerance(mix, 2);
-  Case topk{"plain topk E64 K8 no renorm T17", base_problem(64, 8, kH, kI), 17};
-  topk.problem.routing.method = RoutingMethod::kTopK;
-  topk.problem.routing.renormalize = false;
-  expect_decode_within_tolerance(topk, 3);
-  Case wide{"softmax E512 K8 T2", base_problem(512, 8, kH, kI), 2};
-  expect_decode_within_tolerance(wide, 4);
+  // T = 7, and 17 (a CTA of 32 routed rows) for the plain top-k of E64 K8.
+  uint64_t seed = 0;
+  for (const Case& c : routing_method_cases(7)) expect_decode_within_tolerance(c, ++seed);
+  expect_decode_within_tolerance(routing_method_cases(17)[2], ++seed);
 }
 
 TEST(DecodeLayerCuda, ActivationsLayoutsAndBiases) {
   MOEKIT_REQUIRE_GPU();
   expect_decode_within_tolerance(gpt_oss(16, 4, 5), 5);
-  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
-                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
-    expect_decode_within_tolerance(activation_case(a, 3), 6 + static_cast<int>(a));
+  uint64_t seed = 5;
+  for (const Case& c : every_activation_case(3)) expect_decode_within_tolerance(c, ++seed);
 }
 
 TEST(DecodeLayerCuda, ExpertParallelNoCombineAndPreRouted) {
   MOEKIT_REQUIRE_GPU();
   expect_decode_within_tolerance(expert_range_no_combine_case(9), 20);
   expect_decode_within_tolerance(expert_map_case(4), 21);
-  Case pre{"prerouted f16 relu2 E64 K8 T6", base_problem(64, 8, kH, kI), 6};
-  pre.problem.input_format = InputFormat::kPreRouted;
-  pre.problem.activation_dtype = DType::kF16;
-  pre.problem.activation.kind = Activation::kReLU2;
-  expect_decode_within_tolerance(pre, 22);
+  expect_decode_within_tolerance(prerouted_f16_relu2_case(6), 22);
 }
 
 TEST(DecodeLayerCuda, EveryGemm2Split) {

@@ -46,23 +46,8 @@ TEST(DecodeTokenCuda, OneTokenAtOddShapes) {
 
 TEST(DecodeTokenCuda, RoutingMethodsAndWideExperts) {
   MOEKIT_REQUIRE_GPU();
-  Case ds{"deepseek E64 K6 groups8/3 scale2.5", base_problem(64, 6, kH, kI), 1};
-  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
-  ds.problem.routing.n_group = 8;
-  ds.problem.routing.topk_group = 3;
-  ds.problem.routing.routed_scaling_factor = 2.5f;
-  expect_token_within_tolerance(ds, 1);
-  Case mix{"topk_softmax E256 K10 H2880 I1408", base_problem(256, 10, 2880, 1408), 1};
-  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
-  expect_token_within_tolerance(mix, 2);
-  Case topk{"plain topk E64 K8 no renorm", base_problem(64, 8, kH, kI), 1};
-  topk.problem.routing.method = RoutingMethod::kTopK;
-  topk.problem.routing.renormalize = false;
-  expect_token_within_tolerance(topk, 3);
-  Case llama{"llama4 E16 K1 (weight on the output)", base_problem(16, 1, kH, kI), 1};
-  llama.problem.routing.method = RoutingMethod::kLlama4;
-  expect_token_within_tolerance(llama, 4);
-  expect_token_within_tolerance({"softmax E512 K8", base_problem(512, 8, kH, kI), 1}, 5);
+  uint64_t seed = 0;
+  for (const Case& c : routing_method_cases(1)) expect_token_within_tolerance(c, ++seed);
 }
 
 // DeepSeek-V3's grouped routing over a warp per group (routing_grouped.cuh) where it fits, and the
@@ -110,20 +95,15 @@ TEST(DecodeTokenCuda, GroupedRoutingMatchesTheReference) {
 TEST(DecodeTokenCuda, ActivationsLayoutsAndBiases) {
   MOEKIT_REQUIRE_GPU();
   expect_token_within_tolerance(gpt_oss_case(16, 4, 2880, 1408, 1), 6);
-  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
-                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
-    expect_token_within_tolerance(activation_case(a, 1), 7 + static_cast<int>(a));
+  uint64_t seed = 6;
+  for (const Case& c : every_activation_case(1)) expect_token_within_tolerance(c, ++seed);
 }
 
 TEST(DecodeTokenCuda, ExpertParallelNoCombineAndPreRouted) {
   MOEKIT_REQUIRE_GPU();
   expect_token_within_tolerance(expert_range_no_combine_case(1), 20);
   expect_token_within_tolerance(expert_map_case(1), 21);
-  Case pre{"prerouted f16 relu2 E64 K8", base_problem(64, 8, kH, kI), 1};
-  pre.problem.input_format = InputFormat::kPreRouted;
-  pre.problem.activation_dtype = DType::kF16;
-  pre.problem.activation.kind = Activation::kReLU2;
-  expect_token_within_tolerance(pre, 22);
+  expect_token_within_tolerance(prerouted_f16_relu2_case(1), 22);
 }
 
 // PreRouted ids, written by the test: every slot on a remote expert (the output is zeros: every

@@ -61,42 +61,22 @@ TEST(DecodeTokensCuda, TokenCountsAndOddShapes) {
 
 TEST(DecodeTokensCuda, RoutingMethodsAndWideExperts) {
   MOEKIT_REQUIRE_GPU();
-  Case ds{"deepseek E64 K6 groups8/3 scale2.5 T7", base_problem(64, 6, kH, kI), 7};
-  ds.problem.routing.method = RoutingMethod::kDeepSeekV3;
-  ds.problem.routing.n_group = 8;
-  ds.problem.routing.topk_group = 3;
-  ds.problem.routing.routed_scaling_factor = 2.5f;
-  expect_tokens_within_tolerance(ds, 1);
-  Case mix{"topk_softmax E256 K10 H2880 I1408 T3", base_problem(256, 10, 2880, 1408), 3};
-  mix.problem.routing.method = RoutingMethod::kTopKSoftmax;
-  expect_tokens_within_tolerance(mix, 2);
-  Case topk{"plain topk E64 K8 no renorm T4", base_problem(64, 8, kH, kI), 4};
-  topk.problem.routing.method = RoutingMethod::kTopK;
-  topk.problem.routing.renormalize = false;
-  expect_tokens_within_tolerance(topk, 3);
-  Case llama{"llama4 E16 K1 (weight on the output) T6", base_problem(16, 1, kH, kI), 6};
-  llama.problem.routing.method = RoutingMethod::kLlama4;
-  expect_tokens_within_tolerance(llama, 4);
-  expect_tokens_within_tolerance({"softmax E512 K8 T2", base_problem(512, 8, kH, kI), 2}, 5);
+  uint64_t seed = 0;
+  for (const Case& c : routing_method_cases(5)) expect_tokens_within_tolerance(c, ++seed);
 }
 
 TEST(DecodeTokensCuda, ActivationsLayoutsAndBiases) {
   MOEKIT_REQUIRE_GPU();
   expect_tokens_within_tolerance(gpt_oss_case(16, 4, 2880, 1408, 5), 6);
-  for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kGeGLUTanh, Activation::kReLU2, Activation::kSiLU,
-                       Activation::kGeLU, Activation::kReLU, Activation::kIdentity})
-    expect_tokens_within_tolerance(activation_case(a, 3), 7 + static_cast<int>(a));
+  uint64_t seed = 6;
+  for (const Case& c : every_activation_case(3)) expect_tokens_within_tolerance(c, ++seed);
 }
 
 TEST(DecodeTokensCuda, ExpertParallelNoCombineAndPreRouted) {
   MOEKIT_REQUIRE_GPU();
   expect_tokens_within_tolerance(expert_range_no_combine_case(5), 20);
   expect_tokens_within_tolerance(expert_map_case(8), 21);
-  Case pre{"prerouted f16 relu2 E64 K8 T4", base_problem(64, 8, kH, kI), 4};
-  pre.problem.input_format = InputFormat::kPreRouted;
-  pre.problem.activation_dtype = DType::kF16;
-  pre.problem.activation.kind = Activation::kReLU2;
-  expect_tokens_within_tolerance(pre, 22);
+  expect_tokens_within_tolerance(prerouted_f16_relu2_case(4), 22);
 }
 
 // PreRouted ids, written by the test: every slot on a remote expert (the output is zeros: every
