@@ -182,6 +182,9 @@ Result<Scratch> carve(const StageContext& c) {
 }
 
 // ---- routing and maps ------------------------------------------------------------------------------
+// The expert groups the routing selects over: DeepSeek-V3's n_group, one group for every other method.
+int routing_groups(const MoeProblem& p) { return p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1; }
+
 RouteArgs route_args(const StageContext& c) {
   const auto& p = c.problem;
   RouteArgs a;
@@ -194,7 +197,7 @@ RouteArgs route_args(const StageContext& c) {
   a.top_k = p.top_k;
   a.method = static_cast<int>(p.routing.method);
   a.renormalize = p.routing.renormalize;
-  a.n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
+  a.n_group = routing_groups(p);
   a.topk_group = p.routing.topk_group;
   a.topk_ids = ptr<int32_t>(c.buffers.topk_ids);
   a.topk_weights = ptr<float>(c.buffers.topk_weights);
@@ -380,8 +383,7 @@ std::optional<std::string> decode_token_declines(const PlanQuery& q) {
   if (p.top_k > kDecodeTokenMaxSlots)
     return fmt::format("top_k={} > {}: the slot tables live in shared memory", p.top_k, kDecodeTokenMaxSlots);
   if (auto why = decode_kernels_decline(p)) return why;
-  const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
-  const int64_t smem = decode_token_smem_bytes(p.num_experts, n_group, p.top_k, p.hidden);
+  const int64_t smem = decode_token_smem_bytes(p.num_experts, routing_groups(p), p.top_k, p.hidden);
   if (smem > kDecodeTokenSmemBudget)
     return fmt::format("{} bytes of shared memory (the hidden row of H={} in float, the slot tables, the routing scratch of E={}) > {}", smem,
                        p.hidden, p.num_experts, kDecodeTokenSmemBudget);
@@ -397,8 +399,7 @@ std::optional<std::string> decode_tokens_declines(const PlanQuery& q) {
   if (q.num_tokens * p.top_k > kDecodeTokensMaxSlots)
     return fmt::format("T*top_k={} > {}: one warp groups the routed slots", q.num_tokens * p.top_k, kDecodeTokensMaxSlots);
   if (auto why = decode_kernels_decline(p)) return why;
-  const int n_group = p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1;
-  const int64_t smem = decode_tokens_smem_bytes(q.num_tokens, p.num_experts, n_group, p.top_k, p.hidden);
+  const int64_t smem = decode_tokens_smem_bytes(q.num_tokens, p.num_experts, routing_groups(p), p.top_k, p.hidden);
   if (smem > kDecodeTokenSmemBudget)
     return fmt::format("{} bytes of shared memory (T={} hidden rows of H={} in 16 bits, the slot tables, T routing scratches of E={}) > {}", smem,
                        q.num_tokens, p.hidden, p.num_experts, kDecodeTokenSmemBudget);

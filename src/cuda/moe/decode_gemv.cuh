@@ -8,8 +8,10 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cuda/moe/grouped_gemm.cuh"
+#include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "moekit/status.h"
 
@@ -46,6 +48,24 @@ __device__ __forceinline__ bool written(const float4& v) {
 // Fills act and y with the sentinel: a launch that waits for the previous kernel (which may still read
 // them) and lets the next one start (decode_token.cu defines it).
 Status launch_sentinel_reset(const TokenScratch& s, int sm_count, void* stream);
+
+// What both GEMV launches check before anything runs: the scratch the plan carved (`need` bytes,
+// 16-byte aligned), and `smem_bytes` of shared memory (`smem_what`) within what this GPU gives a block.
+inline Status check_gemv_launch(const char* kernel, const DecodeLayerArgs& a, size_t need, int64_t smem_bytes, const char* smem_what) {
+  if (a.scratch_bytes < need)
+    return Status::Internal(std::string(kernel) + ": " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
+  if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal(std::string(kernel) + ": scratch not 16-byte aligned");
+  if (smem_bytes > max_smem_optin())
+    return Status::Unsupported(std::string(kernel) + ": " + std::to_string(smem_bytes) + " bytes of shared memory (" + smem_what + ") > this GPU's " +
+                               std::to_string(max_smem_optin()));
+  return Status::Ok();
+}
+
+// The W2 rows the busiest warp streams when `lists` act rows (slots, groups) each split H into items
+// of `rows` W2 rows, dealt round robin over `warps` warps: what both kernels' gemm2_rows_per_item weigh.
+inline int64_t gemm2_busiest_rows(int64_t lists, int64_t hidden, int64_t rows, int64_t warps) {
+  return ceil_div(lists * ceil_div(hidden, rows), warps) * rows;
+}
 
 // A streamed weight chunk: not kept in L1, and in L2 under `policy` (evict-first: a layer streams
 // more weight bytes than L2 holds, and the kernels' code should stay there).

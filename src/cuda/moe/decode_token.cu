@@ -317,8 +317,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
 // 61.5 with 4 (2,880 items of 4 rows on 2,112 warps give some warps two); Qwen3-30B-A3B 29.0 with 4
 // against 31.3 with 6 (4,096 items of 4 rows: two per warp, evenly).
 int gemm2_rows_per_item(int top_k, int64_t hidden, int64_t warps) {
-  auto busiest = [&](int64_t rows) { return ceil_div(top_k * ceil_div(hidden, rows), warps) * rows; };
-  return busiest(6) < busiest(4) ? 6 : 4;
+  return gemm2_busiest_rows(top_k, hidden, 6, warps) < gemm2_busiest_rows(top_k, hidden, 4, warps) ? 6 : 4;
 }
 
 template <typename T>
@@ -345,15 +344,10 @@ Status launch_decode_token(const DecodeLayerArgs& a, void* stream) {
     return Status::Unsupported("decode token kernel: T=" + std::to_string(a.route.tokens) + " (it runs exactly one token)");
   if (K > kDecodeTokenMaxSlots)
     return Status::Unsupported("decode token kernel: top_k=" + std::to_string(K) + " > " + std::to_string(kDecodeTokenMaxSlots));
-  const size_t need = decode_token_scratch_bytes(K, a.hidden_size, a.inter);
-  if (a.scratch_bytes < need)
-    return Status::Internal("decode token kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
-  if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal("decode token kernel: scratch not 16-byte aligned");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
   const TokenSmemLayout L = token_smem_layout(a.hidden_size, K, route_bytes);
-  if (L.bytes > max_smem_optin())
-    return Status::Unsupported("decode token kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden row, slot tables, routing) > this GPU's " +
-                               std::to_string(max_smem_optin()));
+  MOEKIT_RETURN_IF_ERROR(gemv::check_gemv_launch("decode token kernel", a, decode_token_scratch_bytes(K, a.hidden_size, a.inter), L.bytes,
+                                                 "hidden row, slot tables, routing"));
   float* f = static_cast<float*>(a.scratch);
   const int64_t words = static_cast<int64_t>(K) * (a.inter + a.hidden_size);  // a multiple of 8: I and H are
   const TokenScratch s{f, f + static_cast<int64_t>(K) * a.inter, words};

@@ -399,8 +399,7 @@ int gemm2_rows_per_item(const DecodeLayerArgs& a, int64_t warps) {
   const double K = a.route.top_k, E = std::max(a.route.experts, 1);
   const double hit = 1.0 - std::pow(std::max(0.0, 1.0 - K / E), static_cast<double>(a.route.tokens));
   const int64_t groups = std::max<int64_t>(1, std::llround(a.local_experts * hit));
-  auto busiest = [&](int64_t rows) { return ceil_div(groups * ceil_div(a.hidden_size, rows), warps) * rows; };
-  return 4 * busiest(8) <= 5 * busiest(4) ? 8 : 4;
+  return 4 * gemm2_busiest_rows(groups, a.hidden_size, 8, warps) <= 5 * gemm2_busiest_rows(groups, a.hidden_size, 4, warps) ? 8 : 4;
 }
 
 // The most pairs a group holds (the accumulators live in registers): 2 at T = 2, else 4. A group is
@@ -439,16 +438,11 @@ Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
   if (a.hidden_size % 8 != 0 || a.inter % 8 != 0)
     return Status::Unsupported("decode tokens kernel: H=" + std::to_string(a.hidden_size) + ", I=" + std::to_string(a.inter) +
                                ": rows are read 16 bytes at a time (multiples of 8)");
-  const size_t need = decode_tokens_scratch_bytes(T_, K, a.hidden_size, a.inter);
-  if (a.scratch_bytes < need)
-    return Status::Internal("decode tokens kernel: " + std::to_string(a.scratch_bytes) + " scratch bytes given, " + std::to_string(need) + " needed");
-  if (reinterpret_cast<uintptr_t>(a.scratch) % 16 != 0) return Status::Internal("decode tokens kernel: scratch not 16-byte aligned");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
   const int x_bytes = tokens_x_bytes(T_, K, a.hidden_size, route_bytes);
   const TokensSmemLayout L = tokens_smem_layout(T_, K, a.hidden_size, route_bytes, x_bytes);
-  if (L.bytes > max_smem_optin())
-    return Status::Unsupported("decode tokens kernel: " + std::to_string(L.bytes) + " bytes of shared memory (hidden rows, slot tables, routing) > this GPU's " +
-                               std::to_string(max_smem_optin()));
+  MOEKIT_RETURN_IF_ERROR(gemv::check_gemv_launch("decode tokens kernel", a, decode_tokens_scratch_bytes(T_, K, a.hidden_size, a.inter), L.bytes,
+                                                 "hidden rows, slot tables, routing"));
   float* f = static_cast<float*>(a.scratch);
   const int64_t slots = T_ * K;
   const TokenScratch s{f, f + slots * a.inter, slots * (a.inter + a.hidden_size)};  // act then y
