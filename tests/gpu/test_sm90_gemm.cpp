@@ -88,6 +88,23 @@ std::vector<double> reference(const std::vector<uint16_t>& a, const std::vector<
   return d;
 }
 
+// The worst row's relative L2 error over rows [0, rows) of `cols` columns: a row computed wrongly (a
+// skipped warpgroup's zeros, say) shows here even where the whole output's error would hide it.
+template <class Got>
+double worst_row_error(const Got& got, const std::vector<double>& ref, int64_t rows, int64_t cols) {
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double num = 0, den = 0;
+    for (int64_t j = r * cols; j < (r + 1) * cols; ++j) {
+      const double diff = static_cast<double>(got(j)) - ref[j];
+      num += diff * diff;
+      den += ref[j] * ref[j];
+    }
+    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-300)));
+  }
+  return worst;
+}
+
 // Relative L2 error of the routed rows; counts rows past the routed count that lost the poison.
 void check_output(const std::vector<float>& got, const std::vector<double>& ref, int64_t routed, int64_t max_rows,
                   int64_t n, const std::string& what) {
@@ -135,23 +152,6 @@ std::vector<int64_t> case_offsets(const std::vector<int64_t>& counts, int expert
   std::vector<int64_t> off(counts.size() + 1, 0);
   for (size_t e = 0; e < counts.size(); ++e) off[e + 1] = off[e] + counts[e];
   return off;
-}
-
-// The worst row's relative L2 error over rows [0, rows) of `cols` columns: a row computed wrongly (a
-// skipped warpgroup's zeros, say) shows here even where the whole output's error would hide it.
-template <class Got>
-double worst_row_error(const Got& got, const std::vector<double>& ref, int64_t rows, int64_t cols) {
-  double worst = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double num = 0, den = 0;
-    for (int64_t j = r * cols; j < (r + 1) * cols; ++j) {
-      const double diff = static_cast<double>(got(j)) - ref[j];
-      num += diff * diff;
-      den += ref[j] * ref[j];
-    }
-    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-300)));
-  }
-  return worst;
 }
 
 using cuda::moe::Sm90Tile;
