@@ -146,15 +146,19 @@ struct Config {
       kAlignAB, ElementAccumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelSchedule>::CollectiveOp;
   static constexpr int kEpilogueSmem = static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage));
-  // The cooperative tiles leave room for SkipEmptyRows' ring (static shared memory), which must not
-  // cost a stage: that would change the kernel more than the skip does.
+  // The cooperative tiles leave room for SkipEmptyRows' ring, which must not cost the stage
+  // pipeline's tiles (16-bit D) a stage: that would change the kernel more than the skip does. The
+  // float32-D tiles (tests and direct callers only) may have a stage fewer.
   static constexpr bool kCooperative = std::is_same_v<KernelSchedule, Cooperative::KernelSchedule>;
   using BuiltMainloop = MainloopWithCarveout<kEpilogueSmem + (kCooperative ? kSkipRingBytes : 0)>;
-  static_assert(BuiltMainloop::DispatchPolicy::Stages == MainloopWithCarveout<kEpilogueSmem>::DispatchPolicy::Stages,
+  static_assert(sizeof(ElementD) == 4 ||
+                    BuiltMainloop::DispatchPolicy::Stages == MainloopWithCarveout<kEpilogueSmem>::DispatchPolicy::Stages,
                 "the skip ring's shared memory costs this tile a pipeline stage");
   using CollectiveMainloop = Mainloop<BuiltMainloop>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  static_assert(GemmKernel::SharedStorageSize <= cutlass::gemm::collective::detail::sm90_smem_capacity_bytes,
+                "the kernel's shared storage exceeds an sm_90 SM's (a launch would fail)");
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
   using StrideA = typename GemmKernel::InternalStrideA;

@@ -12,7 +12,7 @@
 // How the consumers learn a tile's rows. CUTLASS's kernel passes the consumers no coordinates, but
 // its producer warp sees the group's shape (tensors_perform_update, at every change of group) and the
 // tile's M coordinate (load). The producer writes the tile's routed-row count into a ring of
-// shared-memory slots, one slot per work tile in issue order, before its first stage of the tile is
+// shared-memory slots (after CUTLASS's tensors), one slot per work tile in issue order, before its first stage of the tile is
 // marked full; a consumer reads the slot after that stage's full barrier (the barrier's arrive
 // releases the write and the wait acquires it). Slot reuse is safe with kRingSlots > Stages: the
 // producer writes tile j's slot after acquiring every stage of tile j - 1, so both warpgroups have
@@ -31,10 +31,13 @@
 
 namespace moekit::cuda::moe::sm90 {
 
-// The ring's slots: more than any cooperative tile's stage count (a static_assert below checks it). Its
-// bytes are static shared memory, which Config leaves room for when it sizes the stage count.
+// The ring's slots: more than any cooperative tile's stage count (a static_assert below checks it).
+// The ring lives at the end of the mainloop's shared storage (static shared memory would move the
+// dynamic shared memory, and with it the TMA destinations, off their alignment). Config leaves room for
+// it when it sizes the stage count: 1 KB, since the 64 bytes can move a 1 KB-aligned member after it
+// by that much (the float32 output tiles' epilogue storage).
 inline constexpr int kSkipRingSlots = 16;
-inline constexpr int kSkipRingBytes = 4 * kSkipRingSlots;
+inline constexpr int kSkipRingBytes = 1024;
 
 template <class Base>
 struct SkipEmptyRows : Base {
@@ -54,10 +57,10 @@ struct SkipEmptyRows : Base {
   int tiles_computed_ = 0;
   bool active_ = true;
 
-  CUTLASS_DEVICE static int* ring() {
-    __shared__ int slots[kRingSlots];
-    return slots;
-  }
+  struct TensorStorage : Base::TensorStorage {
+    int ring[kRingSlots];
+  };
+  static_assert(sizeof(TensorStorage) - sizeof(typename Base::TensorStorage) <= kSkipRingBytes, "Config's carve-out is too small");
 
   template <class InputTensors, class ProblemShapeMNKL>
   CUTLASS_DEVICE InputTensors tensors_perform_update(InputTensors const& inputs, typename Base::Params const& params,
@@ -71,10 +74,10 @@ struct SkipEmptyRows : Base {
                            typename Base::PipelineState smem_pipe_write, cute::tuple<TensorA, TensorB> const& inputs,
                            cute::tuple<TensorMapA, TensorMapB> const& tensormaps, BlockCoord const& blk_coord,
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
-                           typename Base::TensorStorage& shared_tensors) {
+                           TensorStorage& shared_tensors) {
     if (thread_idx == 0) {
       const int m0 = static_cast<int>(cute::get<0>(blk_coord)) * kTileM;
-      ring()[tiles_loaded_ % kRingSlots] = max(0, min(kTileM, group_rows_ - m0));
+      shared_tensors.ring[tiles_loaded_ % kRingSlots] = max(0, min(kTileM, group_rows_ - m0));
     }
     __syncwarp();  // the write comes before whichever lane marks the tile's first stage full
     ++tiles_loaded_;
@@ -84,7 +87,7 @@ struct SkipEmptyRows : Base {
 
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(typename Base::MainloopPipeline pipeline, typename Base::PipelineState smem_pipe_read, FrgTensorC& accum,
-                          int k_tile_count, int thread_idx, typename Base::TensorStorage& shared_tensors,
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors,
                           typename Base::Params const& params) {
     const int wg = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
     active_ = true;
@@ -93,7 +96,7 @@ struct SkipEmptyRows : Base {
       pipeline.consumer_wait(smem_pipe_read, token);  // CUTLASS's loop waits again: the phase is complete
       // Broadcast from lane 0, so that the compiler knows the branch below is uniform across the warp:
       // wgmma in a branch it cannot prove uniform is serialized (ptxas C7518).
-      const int rows = __shfl_sync(0xFFFFFFFF, ring()[tiles_computed_ % kRingSlots], 0);
+      const int rows = __shfl_sync(0xFFFFFFFF, shared_tensors.ring[tiles_computed_ % kRingSlots], 0);
       // The first user barrier ids (CUTLASS's reserved ones come before): one per warpgroup.
       cutlass::arch::NamedBarrier::arrive_and_wait(cutlass::NumThreadsPerWarpGroup, static_cast<uint32_t>(wg));
       active_ = rows > wg * kRowsPerWarpGroup;
