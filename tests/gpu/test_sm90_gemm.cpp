@@ -89,7 +89,7 @@ std::vector<double> reference(const std::vector<uint16_t>& a, const std::vector<
 }
 
 // The worst row's relative L2 error over rows [0, rows) of `cols` columns: a row computed wrongly (a
-// skipped warpgroup's zeros, say) shows here even where the whole output's error would hide it.
+// warpgroup that computed nothing, say) shows here even where the whole output's error would hide it.
 template <class Got>
 double worst_row_error(const Got& got, const std::vector<double>& ref, int64_t rows, int64_t cols) {
   double worst = 0;
@@ -368,10 +368,10 @@ TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
 }
 
 // Experts whose last M tile ends on either side of each warpgroup's rows (the cooperative tiles give
-// rows 0-63 of a tile to one consumer warpgroup and 64-127 to the other, which skips its MMAs when its
-// rows hold no routed row: sm90_skip_empty_rows.cuh), in an order that alternates full, half-empty
-// and empty last tiles. 48 experts make about a dozen work tiles a CTA, more than the ring's slots, so
-// the slots are reused within the run.
+// rows 0-63 of a tile to one consumer warpgroup and 64-127 to the other), in an order that alternates
+// full, half-empty and empty last tiles. 48 experts make about a dozen work tiles a CTA. Written for
+// a mainloop whose empty warpgroups skipped their MMAs (docs/perf-notes.md step 22, reverted: slower);
+// kept, since partial last tiles are where any such change would go wrong.
 std::vector<int64_t> counts_around_warpgroup_rows() {
   const int64_t pattern[] = {1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 0, 255, 257, 320, 64, 2};
   std::vector<int64_t> counts;

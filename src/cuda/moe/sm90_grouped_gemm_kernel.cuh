@@ -44,7 +44,6 @@
 #include "cuda/cuda_check.h"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
-#include "cuda/moe/sm90_skip_empty_rows.cuh"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
 #error "the sm_90a grouped GEMM needs CUDA >= 12.3 (CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)"
@@ -102,21 +101,13 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
 // Mainloop maps CUTLASS's collective mainloop to the one the kernel runs: PlainMainloop keeps it;
-// LibraryMainloop, the library's, skips the MMAs of empty warpgroup rows on the cooperative tiles
-// (sm90_skip_empty_rows.cuh); the experiments in bench/sm90_overlap derive from CUTLASS's (the
-// kernel calls its load() and mma() by name, so a derived type that redefines one changes that side
-// only).
+// the experiments in bench/sm90_overlap derive from it (the kernel calls its load() and mma() by
+// name, so a derived type that redefines one changes that side only).
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
-template <class BuiltMainloop>
-constexpr bool is_cooperative_v = std::is_same_v<typename BuiltMainloop::DispatchPolicy::Schedule, Cooperative::KernelSchedule>;
-
-template <class BuiltMainloop>
-using LibraryMainloop = std::conditional_t<is_cooperative_v<BuiltMainloop>, SkipEmptyRows<BuiltMainloop>, BuiltMainloop>;
-
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = LibraryMainloop>
+          template <class> class Mainloop = PlainMainloop>
 struct Config {
   static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
@@ -140,25 +131,15 @@ struct Config {
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
   using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
 
-  template <int kCarveout>
-  using MainloopWithCarveout = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
       kAlignAB, ElementAccumulator, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelSchedule>::CollectiveOp;
-  static constexpr int kEpilogueSmem = static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage));
-  // The cooperative tiles leave room for SkipEmptyRows' ring, which must not cost the stage
-  // pipeline's tiles (16-bit D) a stage: that would change the kernel more than the skip does. The
-  // float32-D tiles (tests and direct callers only) may have a stage fewer.
-  static constexpr bool kCooperative = std::is_same_v<KernelSchedule, Cooperative::KernelSchedule>;
-  using BuiltMainloop = MainloopWithCarveout<kEpilogueSmem + (kCooperative ? kSkipRingBytes : 0)>;
-  static_assert(sizeof(ElementD) == 4 ||
-                    BuiltMainloop::DispatchPolicy::Stages == MainloopWithCarveout<kEpilogueSmem>::DispatchPolicy::Stages,
-                "the skip ring's shared memory costs this tile a pipeline stage");
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
   using CollectiveMainloop = Mainloop<BuiltMainloop>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
-  static_assert(GemmKernel::SharedStorageSize <= cutlass::gemm::collective::detail::sm90_smem_capacity_bytes,
-                "the kernel's shared storage exceeds an sm_90 SM's (a launch would fail)");
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
   using StrideA = typename GemmKernel::InternalStrideA;
@@ -274,7 +255,7 @@ size_t workspace_bytes(int experts, int sm_count) {
 }
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = LibraryMainloop>
+          template <class> class Mainloop = PlainMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
