@@ -40,11 +40,12 @@ struct CheckpointOptions {
   // The activation (hidden/output) dtype. Default: the config's torch_dtype; for unquantized layers
   // the expert weights' dtype, which moekit requires to match.
   std::optional<DType> activation_dtype;
-  // W13's gate/up row layout. Default: the checkpoint's (Mixtral, Qwen, DeepSeek: concatenated;
-  // GPT-OSS: interleaved). kInterleaved on an unquantized concatenated checkpoint interleaves W13
-  // and gemm1's bias while they are copied anyway (on Hopper the layout with which gemm1's epilogue
-  // applies the activation: docs/cuda-backend.md); quantized W13 (block scales over rows) and the
-  // other direction are refused.
+  // W13's gate/up row layout. Default: interleaved wherever the loader stacks an unquantized gated W13
+  // from per-expert tensors (Mixtral, Qwen, DeepSeek in 16 or 32 bits: the rows are interleaved while
+  // they are copied anyway; on Hopper the layout with which gemm1's epilogue applies the activation,
+  // docs/checkpoints.md); otherwise the checkpoint's (fp8_block: concatenated; GPT-OSS: interleaved).
+  // kConcatenated keeps a per-expert checkpoint's order; kInterleaved on fp8_block (block scales over
+  // rows) and kConcatenated on GPT-OSS are refused.
   std::optional<GateUpLayout> gate_up;
 };
 

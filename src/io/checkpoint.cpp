@@ -62,10 +62,10 @@ Status check_problem(const io::LayerConfig& c, const MoeProblem& p) {
   return Status::Ok();
 }
 
-// CheckpointOptions::gate_up: W13 (and gemm1's bias) converted where the loader holds its own copy;
-// the stacked concatenated copies are dropped for the interleaved ones.
-Status apply_gate_up(const CheckpointOptions& options, MoeLayerCheckpoint& out, std::vector<Tensor>& owned) {
-  MoeProblem& p = out.problem;
+// CheckpointOptions::gate_up against the layout the loader produced: unquantized gated W13 stacked
+// from per-expert tensors is interleaved unless kConcatenated is asked for (load_per_expert_layer);
+// GPT-OSS is interleaved as stored. What is left to answer is what cannot be converted.
+Status check_gate_up(const CheckpointOptions& options, const MoeProblem& p) {
   if (!options.gate_up || *options.gate_up == p.gate_up_layout) return Status::Ok();
   const std::string_view want = gate_up_layout_name(*options.gate_up);
   if (!activation_is_gated(p.activation.kind))
@@ -77,26 +77,7 @@ Status apply_gate_up(const CheckpointOptions& options, MoeLayerCheckpoint& out, 
     return Status::Unsupported(fmt::format("gate_up=interleaved: quant={} scales W13 by blocks of rows, which interleaving would split; "
                                            "only unquantized layers convert",
                                            quant_scheme_name(p.quant)));
-  auto replace = [&](TensorView& field, const char* name) -> Status {
-    if (!field.defined()) return Status::Ok();
-    auto moved = interleave_gate_up(field);
-    if (!moved.ok()) return moved.status().with_context(name);
-    const void* old = field.data();
-    std::erase_if(owned, [&](const Tensor& t) { return t.data() == old; });
-    field = moved->view();
-    owned.push_back(std::move(moved).value());
-    for (auto& s : out.sources)
-      if (s.field == name) {
-        s.source += ", interleaved at load";
-        s.copied = true;
-      }
-    return Status::Ok();
-  };
-  MOEKIT_RETURN_IF_ERROR(replace(out.weights.w13, "w13"));
-  MOEKIT_RETURN_IF_ERROR(replace(out.weights.w13_bias, "w13_bias"));
-  p.gate_up_layout = GateUpLayout::kInterleaved;
-  out.notes.push_back("w13 interleaved at load (gate i at row 2i, up i at row 2i + 1; CheckpointOptions::gate_up)");
-  return Status::Ok();
+  return Status::Internal(fmt::format("gate_up=interleaved: the loader left this unquantized W13 {}", gate_up_layout_name(p.gate_up_layout)));
 }
 
 Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const CheckpointOptions& options) {
@@ -120,6 +101,7 @@ Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const Che
   MoeLayerCheckpoint out;
   out.family = cfg->family;
   out.layer_index = layer_index;
+  cfg->interleave_stacked_w13 = options.gate_up != GateUpLayout::kConcatenated;
   io::LayerLoader loader(*ckpt, *cfg, layer_index, out);
   MOEKIT_RETURN_IF_ERROR(cfg->family == ModelFamily::kGptOss ? io::load_gpt_oss_layer(loader) : io::load_per_expert_layer(loader));
   if (!cfg->has_config)
@@ -143,7 +125,7 @@ Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const Che
   auto act = resolve_activation_dtype(*cfg, options, out);
   if (!act.ok()) return act.status();
   p.activation_dtype = *act;
-  MOEKIT_RETURN_IF_ERROR(apply_gate_up(options, out, loader.owned()));
+  MOEKIT_RETURN_IF_ERROR(check_gate_up(options, p));
 
   auto storage = std::make_shared<CheckpointStorage>();
   storage->files = ckpt->opened_files();

@@ -32,6 +32,9 @@ struct LayerConfig {
   RoutingParams routing;
   ActivationParams activation;
   GateUpLayout gate_up_layout = GateUpLayout::kConcatenated;
+  // Whether the per-expert loader interleaves an unquantized gated W13 while it stacks it (false when
+  // CheckpointOptions::gate_up asks for kConcatenated).
+  bool interleave_stacked_w13 = true;
   // From quantization_config; nullopt without a config (the loader infers it from the dtypes).
   std::optional<QuantScheme> quant;
   std::optional<DType> torch_dtype;

@@ -96,14 +96,27 @@ Status load_per_expert_layer(LayerLoader& L) {
     return Status::InvalidArgument(fmt::format("'{}' exists but {}={}: the checkpoint has more experts than the config", weight(E, kGate),
                                                c.num_experts_key, E));
 
-  auto w13 = L.stack_experts(E, [&](int64_t e) { return std::vector<std::string>{weight(e, kGate), weight(e, kUp)}; }, wdt, wdt, {I, H}, "[I, H]");
+  // Unquantized gated W13 is stacked with gate and up rows interleaved, at no cost beyond the copy that
+  // stacking makes anyway: on Hopper the sm_90a kernel applies the gated activation in gemm1's
+  // epilogue only for that layout (docs/checkpoints.md). fp8_block's scales cover 128-row blocks of
+  // gate or of up, which interleaving would split.
+  const bool interleave = c.interleave_stacked_w13 && *c.quant == QuantScheme::kNone && activation_is_gated(c.activation.kind);
+  auto w13 = L.stack_experts(E, [&](int64_t e) { return std::vector<std::string>{weight(e, kGate), weight(e, kUp)}; }, wdt, wdt, {I, H}, "[I, H]",
+                             interleave);
   if (!w13.ok()) return w13.status();
+  if (interleave) {
+    c.gate_up_layout = GateUpLayout::kInterleaved;
+    L.note("w13 interleaved while stacked (gate i at row 2i, up i at row 2i + 1), the layout with which gemm1's epilogue applies the "
+           "activation on Hopper; CheckpointOptions::gate_up = concatenated keeps the checkpoint's order");
+  }
   auto w2 = L.stack_experts(E, [&](int64_t e) { return std::vector<std::string>{weight(e, kDown)}; }, wdt, wdt, {H, I}, "[H, I]");
   if (!w2.ok()) return w2.status();
   out.weights.w13 = *w13;
   out.weights.w2 = *w2;
   const std::string experts = fmt::format("{}experts.{{0..{}}}.", block, E - 1);
-  L.add_source("w13", fmt::format("{}{{{},{}}}.weight (gate rows, then up rows)", experts, proj[kGate], proj[kUp]), true);
+  L.add_source("w13", fmt::format("{}{{{},{}}}.weight ({})", experts, proj[kGate], proj[kUp],
+                                   interleave ? "gate and up rows interleaved" : "gate rows, then up rows"),
+               true);
   L.add_source("w2", fmt::format("{}{}.weight", experts, proj[kDown]), true);
 
   if (*c.quant == QuantScheme::kFp8Block) {

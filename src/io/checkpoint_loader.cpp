@@ -62,22 +62,34 @@ Result<TensorView> LayerLoader::require(const std::string& name, std::initialize
 }
 
 Result<TensorView> LayerLoader::stack_experts(int64_t num_experts, const std::function<std::vector<std::string>(int64_t)>& parts,
-                                              DType src_dtype, DType dst_dtype, std::vector<int64_t> part_shape, std::string_view dims) {
+                                              DType src_dtype, DType dst_dtype, std::vector<int64_t> part_shape, std::string_view dims,
+                                              bool interleave_rows) {
   const int64_t nparts = static_cast<int64_t>(parts(0).size());
-  const int64_t part_numel = part_shape[0] * part_shape[1];
-  auto t = Tensor::empty(dst_dtype, {num_experts, nparts * part_shape[0], part_shape[1]});
+  const int64_t rows = part_shape[0], cols = part_shape[1];
+  const int64_t part_numel = rows * cols;
+  auto t = Tensor::empty(dst_dtype, {num_experts, nparts * rows, cols});
   if (!t.ok()) return t.status();
   auto* dst = static_cast<std::byte*>(t->data());
+  // Element `i` of part p of expert e lands at this flat index of the stacked tensor.
+  auto dst_index = [&](int64_t e, int64_t p, int64_t i) {
+    const int64_t expert_first = e * nparts * part_numel;
+    if (!interleave_rows) return expert_first + p * part_numel + i;
+    return expert_first + ((i / cols) * nparts + p) * cols + i % cols;
+  };
   for (int64_t e = 0; e < num_experts; ++e) {
     const std::vector<std::string> names = parts(e);
     for (int64_t p = 0; p < nparts; ++p) {
       auto src = require(names[static_cast<size_t>(p)], {src_dtype}, part_shape, dims);
       if (!src.ok()) return src.status();
-      const int64_t first = (e * nparts + p) * part_numel;
       if (src_dtype == dst_dtype) {
-        std::memcpy(dst + dtype_storage_bytes(dst_dtype, first), src->data(), static_cast<size_t>(src->storage_bytes()));
+        // Whole parts, or one row at a time when the rows interleave (rows of whole bytes: 8-bit or wider).
+        const int64_t run = interleave_rows ? cols : part_numel;
+        const auto* from = static_cast<const std::byte*>(src->data());
+        for (int64_t i = 0; i < part_numel; i += run)
+          std::memcpy(dst + dtype_storage_bytes(dst_dtype, dst_index(e, p, i)), from + dtype_storage_bytes(src_dtype, i),
+                      static_cast<size_t>(dtype_storage_bytes(src_dtype, run)));
       } else {
-        for (int64_t i = 0; i < part_numel; ++i) store_element(dst, dst_dtype, first + i, load_element(src->data(), src_dtype, i));
+        for (int64_t i = 0; i < part_numel; ++i) store_element(dst, dst_dtype, dst_index(e, p, i), load_element(src->data(), src_dtype, i));
       }
     }
   }

@@ -36,9 +36,11 @@ class LayerLoader {
 
   // Copies, for every expert e, the tensors parts(e) (each of `part_shape`, `src_dtype`) one after the
   // other into an owned [E, parts * part_shape[0], part_shape[1]] tensor of `dst_dtype` (a widening
-  // conversion when the two differ).
+  // conversion when the two differ). With `interleave_rows`, row r of part p goes to row
+  // r * parts + p instead (gate i at row 2i, up i at row 2i + 1 for the parts {gate, up}).
   Result<TensorView> stack_experts(int64_t num_experts, const std::function<std::vector<std::string>(int64_t)>& parts,
-                                   DType src_dtype, DType dst_dtype, std::vector<int64_t> part_shape, std::string_view dims);
+                                   DType src_dtype, DType dst_dtype, std::vector<int64_t> part_shape, std::string_view dims,
+                                   bool interleave_rows = false);
 
   // An owned [E, B, A] copy of `src` [E, A, B].
   Result<TensorView> transpose_experts(const TensorView& src);

@@ -40,6 +40,20 @@ void expect_stacked(const TensorView& stacked, int64_t e, std::initializer_list<
   EXPECT_EQ(offset, per_expert);
 }
 
+// Expert e of a W13 stacked with interleaved rows: gate row i at row 2i, up row i at row 2i + 1.
+void expect_interleaved(const TensorView& stacked, int64_t e, const Tensor& gate, const Tensor& up) {
+  const int64_t per_expert = stacked.storage_bytes() / stacked.size(0);
+  const int64_t rows = gate.shape()[0], row = gate.storage_bytes() / rows;
+  ASSERT_EQ(per_expert, 2 * rows * row);
+  const auto* got = static_cast<const std::byte*>(stacked.data()) + e * per_expert;
+  const auto* g = static_cast<const std::byte*>(gate.data());
+  const auto* u = static_cast<const std::byte*>(up.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    EXPECT_EQ(std::memcmp(got + 2 * i * row, g + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " gate row " << i;
+    EXPECT_EQ(std::memcmp(got + (2 * i + 1) * row, u + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " up row " << i;
+  }
+}
+
 const CheckpointTensorSource* source(const MoeLayerCheckpoint& layer, std::string_view field) {
   for (const auto& s : layer.sources)
     if (s.field == field) return &s;
@@ -121,7 +135,7 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   EXPECT_FALSE(p.routing.renormalize);
   EXPECT_EQ(p.routing.routed_scaling_factor, 1.0f);
   EXPECT_EQ(p.activation.kind, Activation::kSwiGLU);
-  EXPECT_EQ(p.gate_up_layout, GateUpLayout::kConcatenated);
+  EXPECT_EQ(p.gate_up_layout, GateUpLayout::kInterleaved) << "unquantized W13 is interleaved while stacked";
   EXPECT_EQ(p.quant, QuantScheme::kNone);
   EXPECT_EQ(p.activation_dtype, DType::kBF16);
   EXPECT_EQ(p.input_format, InputFormat::kStandard);
@@ -132,7 +146,7 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   EXPECT_EQ(layer.weights.w13.dtype(), DType::kBF16);
   for (int e = 0; e < 4; ++e) {
     const std::string ex = fmt::format("{}experts.{}.", pre, e);
-    expect_stacked(layer.weights.w13, e, {&w[ex + "w1.weight"], &w[ex + "w3.weight"]});
+    expect_interleaved(layer.weights.w13, e, w[ex + "w1.weight"], w[ex + "w3.weight"]);
     expect_stacked(layer.weights.w2, e, {&w[ex + "w2.weight"]});
   }
   EXPECT_FALSE(layer.weights.w13_bias.defined());
@@ -144,9 +158,11 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   EXPECT_FALSE(layer.storage->is_mapped(layer.weights.w13)) << "stacked weights are owned copies";
   ASSERT_NE(source(layer, "w13"), nullptr);
   EXPECT_TRUE(source(layer, "w13")->copied);
-  EXPECT_EQ(source(layer, "w13")->source, pre + "experts.{0..3}.{w1,w3}.weight (gate rows, then up rows)");
+  EXPECT_EQ(source(layer, "w13")->source, pre + "experts.{0..3}.{w1,w3}.weight (gate and up rows interleaved)");
   EXPECT_FALSE(source(layer, "router_weight")->copied);
   EXPECT_TRUE(has_note(layer, "stacked from 12 per-expert tensors"));
+  EXPECT_TRUE(has_note(layer, "w13 interleaved while stacked"));
+  EXPECT_EQ(layer.storage->owned.size(), 2u) << "one copy each of w13 and w2: interleaving costs no second copy";
 
   expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
     return hf::combine(hf::softmax_topk(logits, 2, /*renormalize=*/true), 64, [&](int e) {
@@ -156,40 +172,42 @@ TEST(CheckpointMixtral, LoadsTheLayerAndComputesLikeTransformers) {
   }, kNmseBf16);
 }
 
-// CheckpointOptions::gate_up = kInterleaved: W13's rows interleaved at load, the layer unchanged.
-TEST(CheckpointMixtral, GateUpInterleavedAtLoad) {
+// CheckpointOptions::gate_up = kConcatenated keeps the checkpoint's order (gate rows, then up rows);
+// kInterleaved gives what the default gives. The layer computes the same either way.
+TEST(CheckpointMixtral, GateUpOptionChoosesTheStackedLayout) {
   const Sizes s{.E = 4, .K = 2, .H = 64, .I = 32};
   CheckpointWriter w;
   testing::add_mixtral_layer(w, 0, s);
   w.write_config(testing::mixtral_config(s, 1));
   w.write();
-  CheckpointOptions o;
-  o.gate_up = GateUpLayout::kInterleaved;
-  const MoeLayerCheckpoint layer = load_ok(w.path(), 0, o);
-  EXPECT_EQ(layer.problem.gate_up_layout, GateUpLayout::kInterleaved);
-  ASSERT_EQ(testing::shape_of(layer.weights.w13), (std::vector<int64_t>{4, 64, 64}));
   const std::string pre = "model.layers.0.block_sparse_moe.";
-  const int64_t row = s.H * 2;  // bytes of one bf16 row
-  for (int e = 0; e < 4; ++e) {
-    const std::string ex = fmt::format("{}experts.{}.", pre, e);
-    const auto* gate = static_cast<const char*>(w[ex + "w1.weight"].data());
-    const auto* up = static_cast<const char*>(w[ex + "w3.weight"].data());
-    const auto* got = static_cast<const char*>(layer.weights.w13.data()) + e * 2 * s.I * row;
-    for (int64_t i = 0; i < s.I; ++i) {
-      EXPECT_EQ(std::memcmp(got + 2 * i * row, gate + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " gate row " << i;
-      EXPECT_EQ(std::memcmp(got + (2 * i + 1) * row, up + i * row, static_cast<size_t>(row)), 0) << "expert " << e << " up row " << i;
-    }
-  }
-  ASSERT_NE(source(layer, "w13"), nullptr);
-  EXPECT_EQ(source(layer, "w13")->source, pre + "experts.{0..3}.{w1,w3}.weight (gate rows, then up rows), interleaved at load");
-  EXPECT_TRUE(has_note(layer, "w13 interleaved at load"));
-  EXPECT_EQ(layer.storage->owned.size(), 2u) << "w13's concatenated copy is dropped: the interleaved W13 and w2 remain";
-  expect_runs_like(layer, [&](const hf::Vec& x, const hf::Vec& logits) {
+  auto oracle = [&](const hf::Vec& x, const hf::Vec& logits) {
     return hf::combine(hf::softmax_topk(logits, 2, /*renormalize=*/true), 64, [&](int e) {
       const std::string ex = fmt::format("{}experts.{}.", pre, e);
       return hf::swiglu_expert(hf::matrix(w[ex + "w1.weight"]), hf::matrix(w[ex + "w3.weight"]), hf::matrix(w[ex + "w2.weight"]), x);
     });
-  }, kNmseBf16);
+  };
+
+  CheckpointOptions o;
+  o.gate_up = GateUpLayout::kConcatenated;
+  const MoeLayerCheckpoint concat = load_ok(w.path(), 0, o);
+  EXPECT_EQ(concat.problem.gate_up_layout, GateUpLayout::kConcatenated);
+  for (int e = 0; e < 4; ++e) {
+    const std::string ex = fmt::format("{}experts.{}.", pre, e);
+    expect_stacked(concat.weights.w13, e, {&w[ex + "w1.weight"], &w[ex + "w3.weight"]});
+  }
+  ASSERT_NE(source(concat, "w13"), nullptr);
+  EXPECT_EQ(source(concat, "w13")->source, pre + "experts.{0..3}.{w1,w3}.weight (gate rows, then up rows)");
+  EXPECT_FALSE(has_note(concat, "w13 interleaved"));
+  expect_runs_like(concat, oracle, kNmseBf16);
+
+  o.gate_up = GateUpLayout::kInterleaved;
+  const MoeLayerCheckpoint inter = load_ok(w.path(), 0, o);
+  const MoeLayerCheckpoint by_default = load_ok(w.path(), 0);
+  EXPECT_EQ(inter.problem.gate_up_layout, GateUpLayout::kInterleaved);
+  ASSERT_EQ(inter.weights.w13.storage_bytes(), by_default.weights.w13.storage_bytes());
+  EXPECT_EQ(std::memcmp(inter.weights.w13.data(), by_default.weights.w13.data(), static_cast<size_t>(inter.weights.w13.storage_bytes())), 0);
+  expect_runs_like(inter, oracle, kNmseBf16);
 }
 
 // What gate_up cannot do: split fp8 block scales, or undo GPT-OSS's interleave.
@@ -256,7 +274,7 @@ TEST(CheckpointQwen2Moe, SharedExpertIsNotedAndMlpOnlyLayersAreDense) {
   EXPECT_TRUE(has_note(layer, "shared expert present (model.layers.1.mlp.shared_expert.*, gated by model.layers.1.mlp.shared_expert_gate.weight)"));
   for (int e = 0; e < 4; ++e) {
     const std::string ex = fmt::format("model.layers.1.mlp.experts.{}.", e);
-    expect_stacked(layer.weights.w13, e, {&w[ex + "gate_proj.weight"], &w[ex + "up_proj.weight"]});
+    expect_interleaved(layer.weights.w13, e, w[ex + "gate_proj.weight"], w[ex + "up_proj.weight"]);
     expect_stacked(layer.weights.w2, e, {&w[ex + "down_proj.weight"]});
   }
   expect_runs_like(layer, qwen_oracle(w, 1, s, false), kNmseBf16);

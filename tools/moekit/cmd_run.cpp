@@ -117,7 +117,7 @@ int run(const RunOptions& o) {
     if (!o.problem.preset.empty()) return fail(Status::InvalidArgument("give --checkpoint or --preset, not both"));
     CheckpointOptions co;
     co.model_type = o.model_type;
-    if (o.problem.gate_up) {  // --gate-up converts the checkpoint's W13 at load (the other fields come from its config)
+    if (o.problem.gate_up) {  // --gate-up chooses how the loader stacks W13 (the other fields come from its config)
       auto layout = parse_gate_up_layout(*o.problem.gate_up);
       if (!layout.ok()) return fail(layout.status());
       co.gate_up = *layout;
