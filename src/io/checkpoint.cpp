@@ -9,7 +9,6 @@
 #include "io/checkpoint_loader.h"
 #include "io/json_file.h"
 #include "moekit/float_formats.h"
-#include "moekit/gate_up_layout.h"
 #include "moekit/safetensors.h"
 
 namespace moekit {
@@ -101,7 +100,6 @@ Result<MoeLayerCheckpoint> load(const fs::path& path, int layer_index, const Che
   MoeLayerCheckpoint out;
   out.family = cfg->family;
   out.layer_index = layer_index;
-  cfg->interleave_stacked_w13 = options.gate_up != GateUpLayout::kConcatenated;
   io::LayerLoader loader(*ckpt, *cfg, layer_index, out);
   MOEKIT_RETURN_IF_ERROR(cfg->family == ModelFamily::kGptOss ? io::load_gpt_oss_layer(loader) : io::load_per_expert_layer(loader));
   if (!cfg->has_config)

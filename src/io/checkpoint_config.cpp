@@ -239,6 +239,7 @@ Result<LayerConfig> read_layer_config(const json* config, const std::string& con
   if (c.num_experts && *c.num_experts < 0)
     return Status::InvalidArgument(fmt::format("{}: {}={} must not be negative", c.config_name, c.num_experts_key, *c.num_experts));
 
+  c.interleave_stacked_w13 = options.gate_up != GateUpLayout::kConcatenated;
   if (options.top_k < 0) return Status::InvalidArgument(fmt::format("CheckpointOptions::top_k={} must be positive (or 0)", options.top_k));
   if (options.top_k > 0) {
     c.top_k = options.top_k;

@@ -33,7 +33,7 @@ struct LayerConfig {
   ActivationParams activation;
   GateUpLayout gate_up_layout = GateUpLayout::kConcatenated;
   // Whether the per-expert loader interleaves an unquantized gated W13 while it stacks it (false when
-  // CheckpointOptions::gate_up asks for kConcatenated).
+  // CheckpointOptions::gate_up asks for kConcatenated; set by read_layer_config with the other options).
   bool interleave_stacked_w13 = true;
   // From quantization_config; nullopt without a config (the loader infers it from the dtypes).
   std::optional<QuantScheme> quant;
