@@ -88,40 +88,44 @@ std::vector<double> reference(const std::vector<uint16_t>& a, const std::vector<
   return d;
 }
 
-// The worst row's relative L2 error over rows [0, rows) of `cols` columns: a row computed wrongly (a
-// warpgroup that computed nothing, say) shows here even where the whole output's error would hide it.
+// Errors of rows [0, rows) of `cols` columns against the float64 reference, in one pass: the
+// non-finite count, the relative L2 error of the whole block and that of the worst row. A row computed
+// wrongly (a warpgroup that computed nothing, say) shows in the worst row even where the whole block's
+// error would hide it.
+struct RowErrors {
+  int64_t nonfinite = 0;
+  double whole = 0;
+  double worst_row = 0;
+};
+
 template <class Got>
-double worst_row_error(const Got& got, const std::vector<double>& ref, int64_t rows, int64_t cols) {
-  double worst = 0;
+RowErrors row_errors(const Got& got, const std::vector<double>& ref, int64_t rows, int64_t cols) {
+  RowErrors e;
+  double num = 0, den = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    double num = 0, den = 0;
+    double row_num = 0, row_den = 0;
     for (int64_t j = r * cols; j < (r + 1) * cols; ++j) {
-      const double diff = static_cast<double>(got(j)) - ref[j];
-      num += diff * diff;
-      den += ref[j] * ref[j];
+      const double v = static_cast<double>(got(j));
+      if (!std::isfinite(v)) ++e.nonfinite;
+      row_num += (v - ref[j]) * (v - ref[j]);
+      row_den += ref[j] * ref[j];
     }
-    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-300)));
+    e.worst_row = std::max(e.worst_row, std::sqrt(row_num / std::max(row_den, 1e-300)));
+    num += row_num;
+    den += row_den;
   }
-  return worst;
+  e.whole = std::sqrt(num / std::max(den, 1e-300));
+  return e;
 }
 
 // Relative L2 error of the routed rows; counts rows past the routed count that lost the poison.
 void check_output(const std::vector<float>& got, const std::vector<double>& ref, int64_t routed, int64_t max_rows,
                   int64_t n, const std::string& what) {
-  double num = 0, den = 0;
-  int64_t nonfinite = 0;
-  for (int64_t i = 0; i < routed * n; ++i) {
-    if (!std::isfinite(got[i])) ++nonfinite;
-    const double diff = static_cast<double>(got[i]) - ref[i];
-    num += diff * diff;
-    den += ref[i] * ref[i];
-  }
-  EXPECT_EQ(nonfinite, 0) << what;
+  const RowErrors e = row_errors([&](int64_t i) { return got[i]; }, ref, routed, n);
+  EXPECT_EQ(e.nonfinite, 0) << what;
   if (routed > 0) {
-    const double err = std::sqrt(num / std::max(den, 1e-300));
-    EXPECT_LT(err, 1e-5) << what << ": relative L2 error " << err;
-    const double worst = worst_row_error([&](int64_t i) { return got[i]; }, ref, routed, n);
-    EXPECT_LT(worst, 1e-4) << what << ": the worst row's relative L2 error " << worst;
+    EXPECT_LT(e.whole, 1e-5) << what << ": relative L2 error " << e.whole;
+    EXPECT_LT(e.worst_row, 1e-4) << what << ": the worst row's relative L2 error " << e.worst_row;
   }
   int64_t touched = 0;
   for (int64_t i = routed * n; i < max_rows * n; ++i) {
@@ -334,20 +338,11 @@ void run_gated_case(const GatedCase& c) {
 
   // The output is the float32 activation rounded once to 16 bits: within a few units of the 16-bit
   // rounding of the float64 value, in relative L2 over the routed rows.
-  double num = 0, den = 0;
-  int64_t nonfinite = 0;
-  for (int64_t i = 0; i < c.rows * inter; ++i) {
-    const double v = dec(got[i]);
-    if (!std::isfinite(v)) ++nonfinite;
-    num += (v - ref[i]) * (v - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  EXPECT_EQ(nonfinite, 0);
+  const RowErrors e = row_errors([&](int64_t i) { return dec(got[i]); }, ref, c.rows, inter);
+  EXPECT_EQ(e.nonfinite, 0);
   if (c.rows > 0) {
-    const double err = std::sqrt(num / std::max(den, 1e-300));
-    EXPECT_LT(err, c.type == Elem::kBF16 ? 6e-3 : 1e-3) << "relative L2 error " << err;
-    const double worst = worst_row_error([&](int64_t i) { return dec(got[i]); }, ref, c.rows, inter);
-    EXPECT_LT(worst, c.type == Elem::kBF16 ? 3e-2 : 5e-3) << "the worst row's relative L2 error " << worst;
+    EXPECT_LT(e.whole, c.type == Elem::kBF16 ? 6e-3 : 1e-3) << "relative L2 error " << e.whole;
+    EXPECT_LT(e.worst_row, c.type == Elem::kBF16 ? 3e-2 : 5e-3) << "the worst row's relative L2 error " << e.worst_row;
   }
   int64_t touched = 0;
   for (int64_t i = c.rows * inter; i < max_rows * inter; ++i) touched += got[i] != poison;

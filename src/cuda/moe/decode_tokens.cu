@@ -54,13 +54,15 @@ constexpr int kWarpsPerCta = kThreads / 32;
 constexpr int kCombineOutputs = 4;  // outputs per combine item (a lane each)
 
 // Dynamic shared memory: the hidden rows ([T][H], in float where that fits kDecodeTokenSmemBudget,
-// else in the activation dtype: tokens_x_bytes), the slot and pair tables (S = T*K entries each;
+// else in the activation dtype: chosen_tokens_layout), the slot and pair tables (S = T*K entries each;
 // groups at most S), then one routing scratch per routing warp.
 struct TokensSmemLayout {
   int64_t x, ids, wts, loc, lead, pos, gidx, pair_slot, pair_x, pair_factor, pair_expert, pair_of_slot, g_expert, g_begin, route, route_each, bytes;
+  int x_bytes;  // the hidden rows' element size: 4 (float) or 2 (the activation dtype)
 };
 __host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes, int x_bytes) {
   TokensSmemLayout l;
+  l.x_bytes = x_bytes;
   const int64_t S = tokens * top_k, table = (S * 4 + 15) / 16 * 16;
   l.x = 0;
   l.ids = (tokens * hidden * x_bytes + 15) / 16 * 16;
@@ -82,10 +84,11 @@ __host__ __device__ inline TokensSmemLayout tokens_smem_layout(int64_t tokens, i
   return l;
 }
 
-// The hidden rows' element size in shared memory: 4 (float: no conversion in gemm1's loop) where the
-// layout fits kDecodeTokenSmemBudget, else 2 (the activation dtype: DeepSeek-V3's H = 7168 from T = 5).
-inline int tokens_x_bytes(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
-  return tokens_smem_layout(tokens, top_k, hidden, route_bytes, 4).bytes <= kDecodeTokenSmemBudget ? 4 : 2;
+// The layout the kernel runs: the hidden rows in float (no conversion in gemm1's loop) where that fits
+// kDecodeTokenSmemBudget, else in the activation dtype (DeepSeek-V3's H = 7168 from T = 5).
+inline TokensSmemLayout chosen_tokens_layout(int64_t tokens, int top_k, int64_t hidden, size_t route_bytes) {
+  const TokensSmemLayout in_float = tokens_smem_layout(tokens, top_k, hidden, route_bytes, 4);
+  return in_float.bytes <= kDecodeTokenSmemBudget ? in_float : tokens_smem_layout(tokens, top_k, hidden, route_bytes, 2);
 }
 
 // Chunk c of a hidden row in shared memory (float, or the activation dtype T), as 8 floats.
@@ -425,7 +428,7 @@ size_t decode_tokens_scratch_bytes(int64_t tokens, int top_k, int64_t hidden, in
 
 int64_t decode_tokens_smem_bytes(int64_t tokens, int experts, int n_group, int top_k, int64_t hidden) {
   const size_t route_bytes = route_smem_per_warp(experts, n_group);
-  return tokens_smem_layout(tokens, top_k, hidden, route_bytes, tokens_x_bytes(tokens, top_k, hidden, route_bytes)).bytes;
+  return chosen_tokens_layout(tokens, top_k, hidden, route_bytes).bytes;
 }
 
 Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
@@ -439,16 +442,15 @@ Status launch_decode_tokens(const DecodeLayerArgs& a, void* stream) {
     return Status::Unsupported("decode tokens kernel: H=" + std::to_string(a.hidden_size) + ", I=" + std::to_string(a.inter) +
                                ": rows are read 16 bytes at a time (multiples of 8)");
   const size_t route_bytes = a.route_on_device ? route_smem_per_warp(a.route.experts, a.route.n_group) : 0;
-  const int x_bytes = tokens_x_bytes(T_, K, a.hidden_size, route_bytes);
-  const TokensSmemLayout L = tokens_smem_layout(T_, K, a.hidden_size, route_bytes, x_bytes);
+  const TokensSmemLayout L = chosen_tokens_layout(T_, K, a.hidden_size, route_bytes);
   MOEKIT_RETURN_IF_ERROR(gemv::check_gemv_launch("decode tokens kernel", a, decode_tokens_scratch_bytes(T_, K, a.hidden_size, a.inter), L.bytes,
                                                  "hidden rows, slot tables, routing"));
   float* f = static_cast<float*>(a.scratch);
   const int64_t slots = T_ * K;
   const TokenScratch s{f, f + slots * a.inter, slots * (a.inter + a.hidden_size)};  // act then y
   MOEKIT_RETURN_IF_ERROR(gemv::launch_sentinel_reset(s, a.sm_count, stream));
-  if (a.type == Elem::kBF16) return x_bytes == 4 ? launch_typed<__nv_bfloat16, float>(a, s, L, stream) : launch_typed<__nv_bfloat16, __nv_bfloat16>(a, s, L, stream);
-  if (a.type == Elem::kF16) return x_bytes == 4 ? launch_typed<__half, float>(a, s, L, stream) : launch_typed<__half, __half>(a, s, L, stream);
+  if (a.type == Elem::kBF16) return L.x_bytes == 4 ? launch_typed<__nv_bfloat16, float>(a, s, L, stream) : launch_typed<__nv_bfloat16, __nv_bfloat16>(a, s, L, stream);
+  if (a.type == Elem::kF16) return L.x_bytes == 4 ? launch_typed<__half, float>(a, s, L, stream) : launch_typed<__half, __half>(a, s, L, stream);
   return Status::Unsupported("decode tokens kernel: the CUDA kernels take f16 or bf16 activations");
 }
 
