@@ -53,89 +53,8 @@ namespace moekit::cuda::moe::sm90 {
 
 using namespace cute;
 
-// <M, N, K> per group. A type of our own (CUTLASS's, unchanged) so that the tile scheduler selector
-// below can give our kernels the claimed-order scheduler.
-struct MoeGroupShape : cutlass::gemm::GroupProblemShape<Shape<int, int, int>> {};
-using ProblemShape = MoeGroupShape;
+using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;  // <M, N, K> per group
 using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
-
-constexpr size_t kAlign = 256;
-__host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
-// The claim counter of the claimed tile order lies in the scratch right after the group shapes
-// (ScratchLayout). The setup kernel writes 0 there (claimed order) or kStaticTileOrder.
-__host__ __device__ constexpr size_t claim_counter_offset(int experts) {
-  return align_up(static_cast<size_t>(experts) * sizeof(UnderlyingShape));
-}
-constexpr unsigned long long kStaticTileOrder = ~0ull;
-
-// CUTLASS's group scheduler gives CTA c the tiles c, c + grid, c + 2 grid, ...: fixed in advance, so
-// a CTA that runs slower or faster than the rest drifts away from the CTAs that share its weight
-// tile (the M tiles of one N column are neighbours in the order), and the weight tile is read from
-// DRAM again once the L2 has dropped it (docs/perf-notes.md step 23: up to 2x the compulsory bytes).
-// The claimed order keeps CUTLASS's tile order but hands out tiles from a global counter, each CTA
-// claiming its next tile a few tiles before it needs it (kLookahead), so the tiles that run together
-// are those that are neighbours in the order, whatever each CTA's pace. Only for 1 x 1 clusters (the
-// CTAs of a cluster must get the same tile; the host writes kStaticTileOrder for the others).
-template <class GroupShape, int Stages>
-class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
-  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages>;
-  // Claims outstanding per CTA: the scheduler warp claims tile j once every consumer has read the
-  // response of tile j - kLookahead. Three covers the ping-pong kernel, whose mainloop producer is
-  // two tiles ahead of the warpgroup that reads a response last.
-  static constexpr uint32_t kLookahead = 3;
-  static_assert(kLookahead < static_cast<uint32_t>(Stages), "the response ring must hold the claims in flight");
-  int mode_ = 0;  // 0: not read yet, 1: static, 2: claimed
-
- public:
-  ClaimedOrderScheduler() = default;
-  CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
-      : Base(params, response) {}
-
-  template <class Pipeline, class PipelineState>
-  CUTLASS_DEVICE auto advance_to_next_work(Pipeline& pipeline, PipelineState state, uint32_t advance_count = 1) {
-    auto& shapes = this->scheduler_params.problem_shapes_;
-    auto* counter = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
-                                                          claim_counter_offset(shapes.groups()));
-    if (mode_ == 0) mode_ = *reinterpret_cast<volatile unsigned long long*>(counter) == kStaticTileOrder ? 1 : 2;
-    if (mode_ == 1) return Base::advance_to_next_work(pipeline, state, advance_count);
-    if (state.count() >= kLookahead) {
-      // The producer state of slot (state - kLookahead) one round on: waiting on it waits until every
-      // consumer has released that slot (a pure wait on its empty barrier; nothing is acquired).
-      PipelineState older = state;
-      older.advance(static_cast<uint32_t>(Stages) - kLookahead);
-      pipeline.producer_acquire(older);
-    }
-    unsigned long long claim = 0;
-    if (cutlass::canonical_lane_idx() == 0) claim = atomicAdd(counter, 1ull);
-    claim = __shfl_sync(0xffffffff, claim, 0);
-    // The first tiles went by block index (initial_work_tile_info); the claims number the rest.
-    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
-    auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
-    pipeline.producer_acquire(state);
-    if (cute::elect_one_sync()) {
-      this->response_ptr_[state.index()] = work;
-      cutlass::arch::fence_view_async_shared();
-      pipeline.producer_commit(state);
-    }
-    return cute::make_tuple(work, true);
-  }
-};
-
-}  // namespace moekit::cuda::moe::sm90
-
-// CUTLASS picks the scheduler of a grouped kernel by this selector; the problem shape type of our
-// kernels (MoeGroupShape) selects the claimed-order scheduler, every other type CUTLASS's own.
-namespace cutlass::gemm::kernel::detail {
-template <class TileShape, class ClusterShape, uint32_t SchedulerPipelineStageCount>
-struct TileSchedulerSelector<GroupScheduler, arch::Sm90, TileShape, ClusterShape, SchedulerPipelineStageCount,
-                             moekit::cuda::moe::sm90::MoeGroupShape> {
-  using Scheduler = moekit::cuda::moe::sm90::ClaimedOrderScheduler<moekit::cuda::moe::sm90::MoeGroupShape,
-                                                                   static_cast<int>(SchedulerPipelineStageCount)>;
-};
-}  // namespace cutlass::gemm::kernel::detail
-
-namespace moekit::cuda::moe::sm90 {
 
 // Two consumer warpgroups on one tile (the tile's M split between them).
 struct Cooperative {
@@ -231,6 +150,9 @@ struct Config {
                 sizeof(StrideD) == sizeof(int64_t), "ScratchLayout gives every stride 8 bytes");
 };
 
+constexpr size_t kAlign = 256;
+constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
 // Where each per-group array lies in the scratch. The strides are all 8 bytes (one int64 dynamic
 // mode, the rest static), whatever the element type (Config's static_assert checks it).
 struct ScratchLayout {
@@ -243,7 +165,7 @@ struct ScratchLayout {
       off = align_up(off + bytes);
       return at;
     };
-    shapes = take(claim_counter_offset(experts) + sizeof(unsigned long long));  // the shapes, then the claim counter
+    shapes = take(e * sizeof(UnderlyingShape));
     ptr_a = take(e * sizeof(void*));
     ptr_b = take(e * sizeof(void*));
     ptr_d = take(e * sizeof(void*));
@@ -260,10 +182,8 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                    typename Cfg::StrideD* stride_d, unsigned long long tile_order) {
+                                    typename Cfg::StrideD* stride_d) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e == 0)
-    *reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_counter_offset(experts)) = tile_order;
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
   const int64_t begin = min(max(offsets[e], int64_t{0}), max_rows);
@@ -296,7 +216,7 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
 
   typename Gemm::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
-  args.problem_shape = ProblemShape{{experts, shapes, nullptr}};
+  args.problem_shape = ProblemShape{experts, shapes, nullptr};
   args.mainloop.ptr_A = static_cast<const ElementAB**>(ptr_a);
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
@@ -339,9 +259,6 @@ template <typename ElementAB, typename ElementD, class Traits, bool Gated = fals
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
-  static_assert(std::is_same_v<typename Cfg::GemmKernel::TileScheduler,
-                               ClaimedOrderScheduler<MoeGroupShape, Cfg::GemmKernel::TileSchedulerStages>>,
-                "the selector specialization must give our kernels the claimed-order scheduler");
 
   const ScratchLayout lay(a.experts);
   char* base = static_cast<char*>(a.scratch);
@@ -368,8 +285,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
       static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
       static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
-      static_cast<typename Cfg::StrideD*>(stride_d),
-      a.claimed_tile_order && cute::size(typename Cfg::ClusterShape{}) == 1 ? 0ull : kStaticTileOrder);
+      static_cast<typename Cfg::StrideD*>(stride_d));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
