@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -167,6 +168,7 @@ struct Case {
   int64_t n, k;
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
+  bool claimed_order = false;        // Sm90GemmArgs::claimed_tile_order
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -204,8 +206,9 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   return args;
 }
 
-void run_case(const Case& c) {
-  const std::string what = tile_label(c.tile) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
+// Checks the output against the float64 reference; `out` (if given) gets the output's bits.
+void run_case(const Case& c, std::vector<float>* out = nullptr) {
+  const std::string what = tile_label(c.tile) + (c.claimed_order ? " claimed" : "") + (c.type == Elem::kBF16 ? " bf16" : " f16") +
                            " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -230,7 +233,8 @@ void run_case(const Case& c) {
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
 
-  const Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
+  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
+  args.claimed_tile_order = c.claimed_order;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -238,6 +242,7 @@ void run_case(const Case& c) {
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
   check_output(got, ref, c.rows, max_rows, c.n, what);
   MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
+  if (out) *out = std::move(got);
 }
 
 TEST(Sm90GroupedGemm, Bf16LargeShapes) {
@@ -282,10 +287,12 @@ struct GatedCase {
   Activation act;
   bool bias;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
+  bool claimed_order = false;        // Sm90GemmArgs::claimed_tile_order
 };
 
-void run_gated_case(const GatedCase& c) {
-  const std::string what = tile_label(c.tile) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
+// Checks the output against the float64 reference; `out` (if given) gets the output's bits.
+void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
+  const std::string what = tile_label(c.tile) + (c.claimed_order ? " claimed" : "") + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -331,6 +338,7 @@ void run_gated_case(const GatedCase& c) {
   args.limit = params.limit;
   args.bias = c.bias ? dbias.p : nullptr;
   args.bias_type = Elem::kF32;
+  args.claimed_tile_order = c.claimed_order;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -347,6 +355,7 @@ void run_gated_case(const GatedCase& c) {
   int64_t touched = 0;
   for (int64_t i = c.rows * inter; i < max_rows * inter; ++i) touched += got[i] != poison;
   EXPECT_EQ(touched, 0) << "elements past the routed rows were written";
+  if (out) *out = std::move(got);
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
@@ -386,6 +395,29 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
   }
 }
 
+// The claimed tile order (tiles handed out from a global counter as CTAs free up) must compute every
+// output tile as the fixed order does, to the bit: each tile is still one CTA's, over the same k
+// order. N = 2056 gives 9 to 17 N tiles, so the 64 x 128 tile has about 15 tiles a CTA and the
+// scheduler's ring of 8 responses wraps; the 1 x 2 cluster tiles keep the fixed order and run too.
+TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
+  MOEKIT_REQUIRE_SM90();
+  const auto counts = counts_around_warpgroup_rows();
+  int64_t rows = 0;
+  for (int64_t c : counts) rows += c;
+  const int experts = static_cast<int>(counts.size());
+  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+    std::vector<float> fixed, claimed;
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, false}, &fixed);
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, true}, &claimed);
+    ASSERT_EQ(fixed.size(), claimed.size());
+    EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
+    std::vector<uint16_t> gated_fixed, gated_claimed;
+    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, false}, &gated_fixed);
+    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, true}, &gated_claimed);
+    EXPECT_EQ(gated_fixed, gated_claimed) << tile_label(tile) << ": gated epilogue";
+  }
+}
+
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   MOEKIT_REQUIRE_SM90();
   const int sms = sm_count();
@@ -403,6 +435,13 @@ TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.message().find("d_type=f32"), std::string::npos) << st.to_string();
+  // An unknown tile order in the environment is refused by name, before anything is launched.
+  args.d_type = Elem::kBF16;
+  ASSERT_EQ(setenv("MOEKIT_SM90_TILE_ORDER", "sideways", 1), 0);
+  st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  unsetenv("MOEKIT_SM90_TILE_ORDER");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("MOEKIT_SM90_TILE_ORDER=sideways"), std::string::npos) << st.to_string();
 }
 
 // One capture, replayed twice: the second replay after the expert offsets changed on the device (the

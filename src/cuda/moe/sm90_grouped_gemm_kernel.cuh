@@ -53,8 +53,88 @@ namespace moekit::cuda::moe::sm90 {
 
 using namespace cute;
 
-using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;  // <M, N, K> per group
+// <M, N, K> per group. A type of our own (CUTLASS's, unchanged) so that the tile scheduler selector
+// below can give our kernels the claimed-order scheduler.
+struct MoeGroupShape : cutlass::gemm::GroupProblemShape<Shape<int, int, int>> {};
+using ProblemShape = MoeGroupShape;
 using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
+
+constexpr size_t kAlign = 256;
+__host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// The claimed tile order's two words lie in the scratch right after the group shapes (ScratchLayout):
+// the claim counter, which the setup kernel zeroes, and the lookahead (below), which it writes, 0
+// meaning the fixed order.
+__host__ __device__ constexpr size_t claim_words_offset(int experts) {
+  return align_up(static_cast<size_t>(experts) * sizeof(UnderlyingShape));
+}
+
+// CUTLASS's group scheduler gives CTA c the tiles c, c + grid, c + 2 grid, ...: fixed in advance, so
+// a CTA that runs slower or faster than the rest drifts away from the CTAs that share its weight
+// tile (the M tiles of one N column are neighbours in the order), and the last wave ends when the
+// slowest CTA does. The claimed order keeps CUTLASS's tile order but hands out tiles from a global
+// counter: the scheduler warp claims a CTA's next tile once every consumer has read the response
+// `lookahead` tiles back, so tiles are claimed in the order the CTAs get to them. The lookahead is as
+// short as the mainloop producer allows, since each CTA's first claims are made at once at the start
+// and so spread the first waves' tiles over `lookahead` waves: 1 for the cooperative kernel (its
+// producer reads the next tile while the consumers work on this one), 2 for the ping-pong kernel
+// (its two warpgroups hold two tiles). Only for 1 x 1 clusters: the CTAs of a cluster must get the
+// same tile, so the host writes lookahead 0 for the others.
+template <class GroupShape, int Stages>
+class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages>;
+  uint32_t lookahead_ = ~0u;  // ~0: not read yet; 0: the fixed order
+
+ public:
+  ClaimedOrderScheduler() = default;
+  CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
+      : Base(params, response) {}
+
+  template <class Pipeline, class PipelineState>
+  CUTLASS_DEVICE auto advance_to_next_work(Pipeline& pipeline, PipelineState state, uint32_t advance_count = 1) {
+    auto& shapes = this->scheduler_params.problem_shapes_;
+    auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
+                                                        claim_words_offset(shapes.groups()));
+    if (lookahead_ == ~0u) lookahead_ = static_cast<uint32_t>(reinterpret_cast<volatile unsigned long long*>(words)[1]);
+    if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
+      return Base::advance_to_next_work(pipeline, state, advance_count);
+    if (state.count() >= lookahead_) {
+      // The producer state of slot (state - lookahead) one round on: waiting on it waits until every
+      // consumer has released that slot (a pure wait on its empty barrier; nothing is acquired).
+      PipelineState older = state;
+      older.advance(static_cast<uint32_t>(Stages) - lookahead_);
+      pipeline.producer_acquire(older);
+    }
+    unsigned long long claim = 0;
+    if (cutlass::canonical_lane_idx() == 0) claim = atomicAdd(words, 1ull);
+    claim = __shfl_sync(0xffffffff, claim, 0);
+    // The first tiles went by block index (initial_work_tile_info); the claims number the rest.
+    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
+    pipeline.producer_acquire(state);
+    if (cute::elect_one_sync()) {
+      this->response_ptr_[state.index()] = work;
+      cutlass::arch::fence_view_async_shared();
+      pipeline.producer_commit(state);
+    }
+    return cute::make_tuple(work, true);
+  }
+};
+
+}  // namespace moekit::cuda::moe::sm90
+
+// CUTLASS picks the scheduler of a grouped kernel by this selector; the problem shape type of our
+// kernels (MoeGroupShape) selects the claimed-order scheduler, every other type CUTLASS's own.
+namespace cutlass::gemm::kernel::detail {
+template <class TileShape, class ClusterShape, uint32_t SchedulerPipelineStageCount>
+struct TileSchedulerSelector<GroupScheduler, arch::Sm90, TileShape, ClusterShape, SchedulerPipelineStageCount,
+                             moekit::cuda::moe::sm90::MoeGroupShape> {
+  using Scheduler = moekit::cuda::moe::sm90::ClaimedOrderScheduler<moekit::cuda::moe::sm90::MoeGroupShape,
+                                                                   static_cast<int>(SchedulerPipelineStageCount)>;
+};
+}  // namespace cutlass::gemm::kernel::detail
+
+namespace moekit::cuda::moe::sm90 {
 
 // Two consumer warpgroups on one tile (the tile's M split between them).
 struct Cooperative {
@@ -150,9 +230,6 @@ struct Config {
                 sizeof(StrideD) == sizeof(int64_t), "ScratchLayout gives every stride 8 bytes");
 };
 
-constexpr size_t kAlign = 256;
-constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
 // Where each per-group array lies in the scratch. The strides are all 8 bytes (one int64 dynamic
 // mode, the rest static), whatever the element type (Config's static_assert checks it).
 struct ScratchLayout {
@@ -165,7 +242,7 @@ struct ScratchLayout {
       off = align_up(off + bytes);
       return at;
     };
-    shapes = take(e * sizeof(UnderlyingShape));
+    shapes = take(claim_words_offset(experts) + 2 * sizeof(unsigned long long));  // the shapes, then the claim words
     ptr_a = take(e * sizeof(void*));
     ptr_b = take(e * sizeof(void*));
     ptr_d = take(e * sizeof(void*));
@@ -182,8 +259,13 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                    typename Cfg::StrideD* stride_d) {
+                                    typename Cfg::StrideD* stride_d, unsigned long long lookahead) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e == 0) {
+    auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
+    words[0] = 0;
+    words[1] = lookahead;
+  }
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
   const int64_t begin = min(max(offsets[e], int64_t{0}), max_rows);
@@ -216,7 +298,7 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
 
   typename Gemm::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
-  args.problem_shape = ProblemShape{experts, shapes, nullptr};
+  args.problem_shape = ProblemShape{{experts, shapes, nullptr}};
   args.mainloop.ptr_A = static_cast<const ElementAB**>(ptr_a);
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
@@ -254,11 +336,21 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
+// The claimed order's lookahead for configuration Cfg (ClaimedOrderScheduler), or 0: the fixed order.
+template <class Cfg>
+unsigned long long claimed_lookahead(bool claimed) {
+  if (!claimed || cute::size(typename Cfg::ClusterShape{}) != 1) return 0;
+  return std::is_same_v<typename Cfg::KernelSchedule, PingPong::KernelSchedule> ? 2 : 1;
+}
+
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = PlainMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
+  static_assert(std::is_same_v<typename Cfg::GemmKernel::TileScheduler,
+                               ClaimedOrderScheduler<MoeGroupShape, Cfg::GemmKernel::TileSchedulerStages>>,
+                "the selector specialization must give our kernels the claimed-order scheduler");
 
   const ScratchLayout lay(a.experts);
   char* base = static_cast<char*>(a.scratch);
@@ -285,7 +377,8 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
       static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
       static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
-      static_cast<typename Cfg::StrideD*>(stride_d));
+      static_cast<typename Cfg::StrideD*>(stride_d),
+      claimed_lookahead<Cfg>(a.claimed_tile_order));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
