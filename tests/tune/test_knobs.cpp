@@ -68,13 +68,29 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
     ASSERT_NE(split, nullptr) << name;
     EXPECT_EQ(split->heuristic, "auto") << name;
   }
+  // With the sm_90a kernels: the order in which they hand out tiles, the fixed one unless chosen.
+  for (const char* name : {"gemm1.order", "gemm2.order"}) {
+    const KnobSpec* order = find(gpu_space, name);
+    if (!sm90_build) {
+      EXPECT_EQ(order, nullptr) << name;
+      continue;
+    }
+    ASSERT_NE(order, nullptr) << name;
+    EXPECT_EQ(order->values, (std::vector<std::string>{"fixed", "claimed"})) << name;
+    EXPECT_EQ(order->heuristic, "fixed") << name;
+  }
   for (const auto& k : gpu_space)
-    EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split")) << k.name;
+    EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
+                k.name.ends_with(".order"))
+        << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no
   // rank without k tiles (I = 768: 6 k tiles of 128, so 1 and 2).
   const auto sm80_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm80"));
-  for (const auto& k : sm80_space) EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
+  for (const auto& k : sm80_space) {
+    EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
+    EXPECT_FALSE(k.name.ends_with(".order")) << k.name;  // the sm_90a kernels' knob
+  }
   const KnobSpec* decode = find(sm80_space, "decode.split");
   ASSERT_NE(decode, nullptr);
   EXPECT_EQ(decode->values, (std::vector<std::string>{"1", "2"}));

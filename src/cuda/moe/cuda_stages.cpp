@@ -449,6 +449,10 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
       for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
+    // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h,
+    // claimed_tile_order): the fixed one unless a table or the caller says claimed, which measured
+    // from 7% faster to 4% slower depending on the point (docs/perf-notes.md step 23).
+    if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"fixed", "claimed"}, "fixed", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -493,7 +497,7 @@ Sm90Tile sm90_tile_of(GemmTile t) {
 // the activation or finalize kernel completes them. With `gated` (gemm1, a gated activation, gate/up
 // rows interleaved) its epilogue applies the activation and gemm1's bias and writes gemm2's input
 // rows, I wide, into `d` (gemm2_in).
-Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated = false) {
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
 #if MOEKIT_HAS_SM90_GEMM
   auto s = carve(c);
   if (!s.ok()) return s.status();
@@ -512,6 +516,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool gated =
   a.scratch = s->sm90;
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
+  a.claimed_tile_order = knob_value(c, first ? "gemm1.order" : "gemm2.order", "fixed") == "claimed";
   if (gated) {
     a.gated_activation = g.activation;
     a.alpha = g.alpha;
@@ -563,7 +568,7 @@ GemmArgs gemm_args(const StageContext& c, bool first) {
 Status gemm_rows_stage(const StageContext& c, bool first) {
   GemmArgs a = gemm_args(c, first);
   void* rows = first ? c.buffers.gemm1_out.data() : c.buffers.gemm2_out.data();
-  if (is_sm90_tile(a.tile)) return sm90_gemm(c, a, rows);
+  if (is_sm90_tile(a.tile)) return sm90_gemm(c, a, rows, first);
   a.epilogue = Epilogue::kStoreF32;
   a.out_f32 = static_cast<float*>(rows);
   return launch_grouped_gemm(a, stream_of(c));
@@ -595,7 +600,7 @@ Status gemm1_activation_stage(const StageContext& c) {
   if (is_sm90_tile(a.tile)) {
     // Interleaved gate/up rows: each thread's accumulators hold a gate and its up, so the epilogue
     // activates them (sm90_gated_epilogue.cuh). Concatenated ones lie a tile apart: the two stages.
-    if (a.gated && a.interleaved) return sm90_gemm(c, a, c.buffers.gemm2_in.data(), /*gated=*/true);
+    if (a.gated && a.interleaved) return sm90_gemm(c, a, c.buffers.gemm2_in.data(), /*first=*/true, /*gated=*/true);
     MOEKIT_RETURN_IF_ERROR(gemm1_stage(c));
     return activation_stage(c);
   }

@@ -2,7 +2,6 @@
 // kernels (sm90_grouped_gemm_kernel.cuh, built once per tile by sm90_tile_instance.cu). Plain C++.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -40,22 +39,6 @@ bool with_tile(Sm90Tile t, F&& f) {
     case Sm90Tile::kM128N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N128C1x1>{}); return true;
   }
   return false;
-}
-
-// MOEKIT_SM90_TILE_ORDER=static|claimed overrides Sm90GemmArgs::claimed_tile_order (for A/B runs of
-// the two orders in one build).
-Status apply_tile_order_env(Sm90GemmArgs& a) {
-  const char* v = std::getenv("MOEKIT_SM90_TILE_ORDER");
-  if (v == nullptr) return Status::Ok();
-  const std::string order(v);
-  if (order == "static") {
-    a.claimed_tile_order = false;
-  } else if (order == "claimed") {
-    a.claimed_tile_order = true;
-  } else {
-    return Status::InvalidArgument("MOEKIT_SM90_TILE_ORDER=" + order + ": expected static or claimed");
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -99,13 +82,11 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
     if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
       return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
   }
-  Sm90GemmArgs run = a;
-  MOEKIT_RETURN_IF_ERROR(apply_tile_order_env(run));
   Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
   if (a.gated_activation >= 0)
-    with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(run, stream); });
+    with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(a, stream); });
   else
-    with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(run, stream); });
+    with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });
   return st;
 }
 

@@ -61,9 +61,9 @@ struct Sm90GemmArgs {
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)
-  // Tiles handed out in order from a global counter as CTAs free up, instead of CUTLASS's fixed
-  // c + i * grid (sm90_grouped_gemm_kernel.cuh, ClaimedOrderScheduler); 1 x 1 clusters only, the
-  // others keep the fixed order. launch_sm90_grouped_gemm sets it from MOEKIT_SM90_TILE_ORDER.
+  // Tiles handed out in CUTLASS's order from a global counter as CTAs get to them, instead of the
+  // fixed c + i * grid (sm90_grouped_gemm_kernel.cuh, ClaimedOrderScheduler); 1 x 1 clusters only,
+  // the others keep the fixed order. The stages set it from the gemm1.order / gemm2.order knobs.
   bool claimed_tile_order = false;
 };
 
