@@ -14,8 +14,7 @@ B=build/device/bin/moekit
 PP="gemm1.tile=sm90_m64n128k128_c1x1;gemm2.tile=sm90_m64n128k128_c1x1;"
 POINTS="deepseek-pp|deepseek-v3|256|$PP
 deepseek-dflt|deepseek-v3|512|
-gptoss-pp|gpt-oss-120b|512|$PP
-gptoss-pp|gpt-oss-120b|1024|$PP
+gptoss-pp|gpt-oss-120b|512,1024|$PP
 qwen3-pp|qwen3-30b-a3b|512|$PP
 qwen3-dflt|qwen3-30b-a3b|1024|
 mixtral-pp|mixtral-8x7b|256|$PP"
