@@ -159,6 +159,7 @@ std::vector<int64_t> case_offsets(const std::vector<int64_t>& counts, int expert
 }
 
 using cuda::moe::Sm90Tile;
+using cuda::moe::Sm90TileOrder;
 
 struct Case {
   Elem type;
@@ -167,7 +168,7 @@ struct Case {
   int64_t n, k;
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
-  bool claimed_order = false;        // Sm90GemmArgs::claimed_tile_order
+  Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -179,6 +180,15 @@ std::string tile_label(Sm90Tile t) {
     case Sm90Tile::kM128N128C1x1: return "128x128 1x1";
   }
   return "tile " + std::to_string(static_cast<int>(t));
+}
+
+std::string order_label(Sm90TileOrder o) {
+  switch (o) {
+    case Sm90TileOrder::kFixed: return "";
+    case Sm90TileOrder::kClaimed: return " claimed";
+    case Sm90TileOrder::kAuto: return " auto";
+  }
+  return " order " + std::to_string(static_cast<int>(o));
 }
 
 // The arguments every case fills the same way: the tile, the operands, the offsets and the scratch.
@@ -205,9 +215,10 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   return args;
 }
 
-// Checks the output against the float64 reference; `out` (if given) gets the output's bits.
-void run_case(const Case& c, std::vector<float>* out = nullptr) {
-  const std::string what = tile_label(c.tile) + (c.claimed_order ? " claimed" : "") + (c.type == Elem::kBF16 ? " bf16" : " f16") +
+// Checks the output against the float64 reference; `out` (if given) gets the output's bits, `claims`
+// (if given) the claim counter the launch left in the scratch (sm90_claim_words_offset).
+void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr) {
+  const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
                            " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -233,13 +244,16 @@ void run_case(const Case& c, std::vector<float>* out = nullptr) {
   fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
 
   Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
-  args.claimed_tile_order = c.claimed_order;
+  args.tile_order = c.order;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   std::vector<float> got(static_cast<size_t>(max_rows * c.n));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
   check_output(got, ref, c.rows, max_rows, c.n, what);
+  if (claims)
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(claims, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts),
+                                  sizeof(uint64_t), cudaMemcpyDeviceToHost));
   MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
   if (out) *out = std::move(got);
 }
@@ -286,12 +300,12 @@ struct GatedCase {
   Activation act;
   bool bias;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
-  bool claimed_order = false;        // Sm90GemmArgs::claimed_tile_order
+  Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
-  const std::string what = tile_label(c.tile) + (c.claimed_order ? " claimed" : "") + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
+  const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -337,7 +351,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.limit = params.limit;
   args.bias = c.bias ? dbias.p : nullptr;
   args.bias_type = Elem::kF32;
-  args.claimed_tile_order = c.claimed_order;
+  args.tile_order = c.order;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -406,14 +420,49 @@ TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
   const int experts = static_cast<int>(counts.size());
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     std::vector<float> fixed, claimed;
-    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, false}, &fixed);
-    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, true}, &claimed);
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kFixed}, &fixed);
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kClaimed}, &claimed);
     ASSERT_EQ(fixed.size(), claimed.size());
     EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
     std::vector<uint16_t> gated_fixed, gated_claimed;
-    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, false}, &gated_fixed);
-    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, true}, &gated_claimed);
+    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, Sm90TileOrder::kFixed},
+                   &gated_fixed);
+    run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, Sm90TileOrder::kClaimed},
+                   &gated_claimed);
     EXPECT_EQ(gated_fixed, gated_claimed) << tile_label(tile) << ": gated epilogue";
+  }
+}
+
+// The order reaches the kernel's scheduler, which the bits cannot show (every order gives the same):
+// the claim counter the launch leaves in the scratch is 0 under the fixed order, and on the 1 x 2
+// cluster tiles whatever the order; positive under the claimed order (each CTA claims at least once
+// after its first tile); and under the automatic order as claimed on the 64 x 128 tile without a
+// cluster while every expert fits one 64-row M tile, as fixed once one expert holds 65 rows, and as
+// fixed on the cooperative tiles. 15 experts with rows of 1..64 (one empty) and N = 2056 make 135
+// tiles of 128 x 256 and 255 of 64 x 128: more than a wave of 132 SMs on either.
+TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
+  MOEKIT_REQUIRE_SM90();
+  std::vector<int64_t> fit;
+  for (int e = 0; e < 16; ++e) fit.push_back(e == 5 ? 0 : 1 + (e * 37) % 64);
+  fit[3] = 64;
+  std::vector<int64_t> over = fit;
+  over[7] = 65;
+  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+    const bool cluster = tile == Sm90Tile::kM128N256C1x2 || tile == Sm90Tile::kM64N128C1x2;
+    for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed, Sm90TileOrder::kAuto})
+      for (const auto* counts : {&fit, &over}) {
+        int64_t rows = 0;
+        for (int64_t c : *counts) rows += c;
+        uint64_t claims = ~uint64_t{0};
+        run_case({Elem::kBF16, 16, rows, 2056, 136, tile, *counts, order}, nullptr, &claims);
+        const bool claimed = !cluster && (order == Sm90TileOrder::kClaimed ||
+                                          (order == Sm90TileOrder::kAuto && tile == Sm90Tile::kM64N128C1x1 && counts == &fit));
+        const std::string what = tile_label(tile) + order_label(order) + (counts == &fit ? ", every expert <= 64 rows" : ", one of 65");
+        if (claimed)
+          EXPECT_GT(claims, 0u) << what;
+        else
+          EXPECT_EQ(claims, 0u) << what;
+      }
   }
 }
 

@@ -68,7 +68,8 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
     ASSERT_NE(split, nullptr) << name;
     EXPECT_EQ(split->heuristic, "auto") << name;
   }
-  // With the sm_90a kernels: the order in which they hand out tiles, the fixed one unless chosen.
+  // With the sm_90a kernels: the order in which they hand out tiles, automatic (claimed on the
+  // ping-pong tile while every expert fits one M tile, decided on the device) unless chosen.
   for (const char* name : {"gemm1.order", "gemm2.order"}) {
     const KnobSpec* order = find(gpu_space, name);
     if (!sm90_build) {
@@ -76,8 +77,8 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
       continue;
     }
     ASSERT_NE(order, nullptr) << name;
-    EXPECT_EQ(order->values, (std::vector<std::string>{"fixed", "claimed"})) << name;
-    EXPECT_EQ(order->heuristic, "fixed") << name;
+    EXPECT_EQ(order->values, (std::vector<std::string>{"auto", "fixed", "claimed"})) << name;
+    EXPECT_EQ(order->heuristic, "auto") << name;
   }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||

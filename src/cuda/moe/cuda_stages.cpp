@@ -449,10 +449,11 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
       for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
-    // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h,
-    // claimed_tile_order): the fixed one unless a table or the caller says claimed, which measured
-    // from 7% faster to 4% slower depending on the point (docs/perf-notes.md step 23).
-    if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"fixed", "claimed"}, "fixed", stage});
+    // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
+    // auto claims them on the ping-pong tile without a cluster while every expert fits one M tile,
+    // where the claimed order measured 2-4% faster a GEMM, and keeps the fixed order elsewhere, where
+    // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23, 24).
+    if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -491,6 +492,14 @@ Sm90Tile sm90_tile_of(GemmTile t) {
     default: return Sm90Tile::kM128N256C1x1;
   }
 }
+
+// The order knob's value as the kernel's (values outside the knob's list never reach here: plans
+// are checked against the knob space).
+Sm90TileOrder sm90_tile_order(std::string_view v) {
+  if (v == "fixed") return Sm90TileOrder::kFixed;
+  if (v == "claimed") return Sm90TileOrder::kClaimed;
+  return Sm90TileOrder::kAuto;
+}
 #endif
 
 // The sm_90a kernel: rows in the activation dtype into `d` (gemm1_out or gemm2_out), without bias;
@@ -516,7 +525,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
   a.scratch = s->sm90;
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
-  a.claimed_tile_order = knob_value(c, first ? "gemm1.order" : "gemm2.order", "fixed") == "claimed";
+  a.tile_order = sm90_tile_order(knob_value(c, first ? "gemm1.order" : "gemm2.order", "auto"));
   if (gated) {
     a.gated_activation = g.activation;
     a.alpha = g.alpha;

@@ -38,6 +38,25 @@ enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
                                              Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1};
 
+// The order in which the CTAs of the persistent grid take their tiles (sm90_grouped_gemm_kernel.cuh,
+// ClaimedOrderScheduler). Every order gives the same bits: each output tile is one CTA's.
+//   kFixed    CUTLASS's: CTA c takes tiles c, c + grid, c + 2 grid, ... .
+//   kClaimed  the same tile order, handed out from a global counter as the CTAs get to them; 1 x 1
+//             clusters only (the others keep the fixed order).
+//   kAuto     claimed on the ping-pong tile without a cluster (kM64N128C1x1) when every expert's rows
+//             fit one M tile (64), else fixed; decided on the device from the expert offsets, so a
+//             captured graph follows the routing of each replay. Measured on H100s
+//             (docs/perf-notes.md step 24): claimed takes 2-4% off each GEMM on that tile at 8-32
+//             rows an expert and costs 6-10% where experts hold more than one M tile.
+enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
+
+// Where the claimed order's two words (the claim counter, then the lookahead) lie in the scratch:
+// right after the per-group <M, N, K> shapes (three ints each), 256-byte aligned. After a launch the
+// counter holds the number of claims made (0 under the fixed order), which the tests read.
+inline constexpr size_t sm90_claim_words_offset(int experts) {
+  return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
+}
+
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
   Elem type = Elem::kBF16;    // A and B: kBF16 or kF16
@@ -61,10 +80,9 @@ struct Sm90GemmArgs {
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)
-  // Tiles handed out in CUTLASS's order from a global counter as CTAs get to them, instead of the
-  // fixed c + i * grid (sm90_grouped_gemm_kernel.cuh, ClaimedOrderScheduler); 1 x 1 clusters only,
-  // the others keep the fixed order. The stages set it from the gemm1.order / gemm2.order knobs.
-  bool claimed_tile_order = false;
+  // The order in which the persistent CTAs take their tiles (Sm90TileOrder, below). The stages set
+  // it from the gemm1.order / gemm2.order knobs.
+  Sm90TileOrder tile_order = Sm90TileOrder::kFixed;
 };
 
 // Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, plus

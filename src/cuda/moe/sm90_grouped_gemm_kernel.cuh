@@ -63,10 +63,17 @@ constexpr size_t kAlign = 256;
 __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 // The claimed tile order's two words lie in the scratch right after the group shapes (ScratchLayout):
-// the claim counter, which the setup kernel zeroes, and the lookahead (below), which it writes, 0
-// meaning the fixed order.
-__host__ __device__ constexpr size_t claim_words_offset(int experts) {
-  return align_up(static_cast<size_t>(experts) * sizeof(UnderlyingShape));
+// the claim counter, which the setup kernel zeroes, and the order word (claimed_order_word, below),
+// which it writes, 0 meaning the fixed order.
+static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
+__host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
+static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
+
+// The order word: the lookahead in the low half (0: the fixed order); in the high half, for the
+// automatic order, the most rows a group may hold for the claimed order to run (one M tile), 0 for
+// no such condition.
+__host__ __device__ constexpr unsigned long long order_word(uint32_t lookahead, uint32_t max_group_rows) {
+  return static_cast<unsigned long long>(lookahead) | (static_cast<unsigned long long>(max_group_rows) << 32);
 }
 
 // CUTLASS's group scheduler gives CTA c the tiles c, c + grid, c + 2 grid, ...: fixed in advance, so
@@ -86,6 +93,20 @@ class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTi
   uint32_t lookahead_ = ~0u;  // ~0: not read yet; 0: the fixed order
 
  public:
+  // The lookahead the order word asks for; 0 (the fixed order) under the automatic order when some
+  // group holds more rows than the word allows. Every CTA reads the same shapes (written by the
+  // setup kernel before this kernel reads any), so every CTA takes the same order. The whole warp.
+  CUTLASS_DEVICE static uint32_t read_lookahead(const GroupShape& shapes, const unsigned long long* words) {
+    const unsigned long long word = reinterpret_cast<const volatile unsigned long long*>(words)[1];
+    const uint32_t lookahead = static_cast<uint32_t>(word);
+    const uint32_t max_rows = static_cast<uint32_t>(word >> 32);
+    if (lookahead == 0 || max_rows == 0) return lookahead;
+    bool over = false;
+    for (int g = static_cast<int>(cutlass::canonical_lane_idx()); g < shapes.groups(); g += 32)
+      over |= static_cast<uint32_t>(cute::get<0>(shapes.problem_shapes[g])) > max_rows;
+    return __any_sync(0xffffffff, over) ? 0u : lookahead;
+  }
+
   ClaimedOrderScheduler() = default;
   CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
       : Base(params, response) {}
@@ -95,7 +116,7 @@ class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTi
     auto& shapes = this->scheduler_params.problem_shapes_;
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
                                                         claim_words_offset(shapes.groups()));
-    if (lookahead_ == ~0u) lookahead_ = static_cast<uint32_t>(reinterpret_cast<volatile unsigned long long*>(words)[1]);
+    if (lookahead_ == ~0u) lookahead_ = read_lookahead(shapes, words);
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
       return Base::advance_to_next_work(pipeline, state, advance_count);
     if (state.count() >= lookahead_) {
@@ -259,12 +280,12 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                    typename Cfg::StrideD* stride_d, unsigned long long lookahead) {
+                                    typename Cfg::StrideD* stride_d, unsigned long long order) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e == 0) {
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
     words[0] = 0;
-    words[1] = lookahead;
+    words[1] = order;
   }
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
@@ -336,11 +357,15 @@ size_t workspace_bytes(int experts, int sm_count) {
   return Cfg::Gemm::get_workspace_size(args);
 }
 
-// The claimed order's lookahead for configuration Cfg (ClaimedOrderScheduler), or 0: the fixed order.
+// The order word (order_word) for configuration Cfg under `order`: the claimed order's lookahead
+// (ClaimedOrderScheduler), or 0, the fixed order. The automatic order claims on the ping-pong tile
+// without a cluster while every group fits one M tile (Sm90TileOrder says why).
 template <class Cfg>
-unsigned long long claimed_lookahead(bool claimed) {
-  if (!claimed || cute::size(typename Cfg::ClusterShape{}) != 1) return 0;
-  return std::is_same_v<typename Cfg::KernelSchedule, PingPong::KernelSchedule> ? 2 : 1;
+unsigned long long claimed_order_word(Sm90TileOrder order) {
+  constexpr bool ping_pong = std::is_same_v<typename Cfg::KernelSchedule, PingPong::KernelSchedule>;
+  if (order == Sm90TileOrder::kFixed || cute::size(typename Cfg::ClusterShape{}) != 1) return 0;
+  if (order == Sm90TileOrder::kClaimed) return order_word(ping_pong ? 2 : 1, 0);
+  return ping_pong ? order_word(2, cute::size<0>(typename Cfg::TileShape{})) : 0;
 }
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
@@ -378,7 +403,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
       static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
       static_cast<typename Cfg::StrideD*>(stride_d),
-      claimed_lookahead<Cfg>(a.claimed_tile_order));
+      claimed_order_word<Cfg>(a.tile_order));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
