@@ -53,7 +53,7 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   for (const char* name : {"gemm1.tile", "gemm2.tile"}) {
     const KnobSpec* tile = find(gpu_space, name);
     ASSERT_NE(tile, nullptr) << name;
-    const char* expected = sm90_build ? "sm90_m64n128k128_c1x2" : std::string(name) == "gemm1.tile" ? "stream_n8k128" : "m16n64k64";
+    const char* expected = sm90_build ? "sm90_m64n128k128_c1x1" : std::string(name) == "gemm1.tile" ? "stream_n8k128" : "m16n64k64";
     EXPECT_EQ(tile->heuristic, expected) << name;
     EXPECT_NE(std::find(tile->values.begin(), tile->values.end(), "m128n256k64"), tile->values.end()) << name;
   }
@@ -122,7 +122,7 @@ std::pair<std::string, std::string> sm90_heuristic_tiles(const char* preset, int
 TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string sm90_tile = "sm90_m64n128k128_c1x2";
+  const std::string sm90_tile = "sm90_m64n128k128_c1x1";
   EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_EQ(tiles("mixtral-8x7b", 32), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_NE(tiles("mixtral-8x7b", 16).first, sm90_tile);
@@ -135,38 +135,39 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   EXPECT_NE(qwen.second, sm90_tile);
 }
 
-// Above 32 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements take
-// the 64 x 128 tile without its cluster (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows;
-// 3.1M and 1.6M) both, GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); at 32 rows (Qwen3
-// T=512) the clustered 64 x 128 tile, at 128 (Qwen3 T=2048) 128 x 256; DeepSeek-V3 T=1024 (29M and
-// 15M) and Mixtral T=256 (117M and 59M) 128 x 256.
-TEST(Knobs, SmallExpertsAt33To64RowsTakeThe64x128TileWithoutItsCluster) {
+// Above 32 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements keep
+// the 64 x 128 tile (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows; 3.1M and 1.6M) both,
+// GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); at 128 rows (Qwen3 T=2048) 128 x 256;
+// DeepSeek-V3 T=1024 (29M and 15M) and Mixtral T=256 (117M and 59M) 128 x 256.
+TEST(Knobs, SmallExpertsAt33To64RowsKeepThe64x128Tile) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string mid = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1", small = "sm90_m64n128k128_c1x2";
+  const std::string mid = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
   EXPECT_EQ(tiles("qwen3-30b-a3b", 1024), std::make_pair(mid, mid));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 600), std::make_pair(mid, mid));
-  EXPECT_EQ(tiles("qwen3-30b-a3b", 512), std::make_pair(small, small));
   EXPECT_EQ(tiles("qwen3-30b-a3b", 2048), std::make_pair(large, large));
   EXPECT_EQ(tiles("gpt-oss-120b", 2048), std::make_pair(large, mid));
   EXPECT_EQ(tiles("deepseek-v3", 1024), std::make_pair(large, large));
   EXPECT_EQ(tiles("mixtral-8x7b", 256), std::make_pair(large, large));
 }
 
-// The 64 x 128 tile runs in 1 x 2 clusters up to 16 rows per expected expert (kSm90ClusterMaxRows)
-// and, for small experts, up to 32; large experts (N x K >= 12M) run it without a cluster above 16:
-// DeepSeek-V3 (29M and 15M) at T=256 (16 rows) with it, at T=300 (18.75) and 512 (32) without;
-// Qwen3 (3.1M, 1.6M) with it at all three; GPT-OSS T=1024 (32 rows) gemm1 (17M) without, gemm2
-// (8.3M) with.
-TEST(Knobs, The64x128TileDropsItsClusterAbove16RowsForLargeExperts) {
+// Up to 32 rows per expected expert every expert takes the 64 x 128 tile without a cluster, where the
+// automatic tile order can claim tiles (moe_launch.h, docs/perf-notes.md step 24): DeepSeek-V3 at
+// T = 256, 300, 512 (16 to 32 rows of 128 expected experts), Qwen3 at T = 256, 512, Mixtral at T=64
+// (16 rows), GPT-OSS T=1024 (32 rows) both GEMMs. The 1 x 2 cluster stays in the tuner's space.
+TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo32Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string clustered = "sm90_m64n128k128_c1x2", single = "sm90_m64n128k128_c1x1";
-  EXPECT_EQ(tiles("deepseek-v3", 256), std::make_pair(clustered, clustered));
-  EXPECT_EQ(tiles("deepseek-v3", 300), std::make_pair(single, single));
-  EXPECT_EQ(tiles("deepseek-v3", 512), std::make_pair(single, single));
-  for (int64_t t : {256, 300, 512}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(clustered, clustered)) << t;
-  EXPECT_EQ(tiles("gpt-oss-120b", 1024), std::make_pair(single, clustered));
+  const std::string single = "sm90_m64n128k128_c1x1";
+  for (int64_t t : {256, 300, 512}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {256, 512}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(single, single)) << t;
+  EXPECT_EQ(tiles("mixtral-8x7b", 64), std::make_pair(single, single));
+  EXPECT_EQ(tiles("gpt-oss-120b", 1024), std::make_pair(single, single));
+  MoeProblem p = find_preset("qwen3-30b-a3b")->problem;
+  p.quant = QuantScheme::kNone;
+  const auto space = knob_space({p, 256, {}}, *DeviceTarget::named("sm90"));
+  const auto& values = find(space, "gemm1.tile")->values;
+  EXPECT_NE(std::find(values.begin(), values.end(), "sm90_m64n128k128_c1x2"), values.end());
 }
 
 TEST(Knobs, CheckChoiceRefusesWhatTheDispatcherMustNotRun) {

@@ -327,8 +327,8 @@ int64_t expected_experts(const MoeProblem& p) {
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
-// per expert and the expert weight's size (moe_launch.h: 64 x 128 with or without its cluster, or
-// 128 x 256). Otherwise
+// per expert and the expert weight's size (moe_launch.h: 64 x 128 without a cluster, or 128 x 256).
+// Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90) {
@@ -336,9 +336,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
-    if (rows_per_expert <= kSm90SmallTileMaxRows)
-      return rows_per_expert > kSm90ClusterMaxRows && large_expert ? GemmTile::kSm90M64N128C1x1 : GemmTile::kSm90M64N128C1x2;
-    if (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) return GemmTile::kSm90M64N128C1x1;
+    if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert))
+      return GemmTile::kSm90M64N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
   const GemmTile tile = choose_gemm_tile(rows_per_expert);

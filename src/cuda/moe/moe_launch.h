@@ -235,29 +235,25 @@ struct GemmArgs {
   bool weights_before_wait = false;
 };
 // Above kSm90MinRows routed rows (from it for large experts, below) a Hopper GPU runs the sm_90a (TMA + wgmma) kernel: its 64 x 128
-// tiles up to kSm90SmallTileMaxRows rows per active expert (with a 1 x 2 cluster, except above
-// kSm90ClusterMaxRows for large experts, below), and for smaller experts up to kSm90MidTileMaxRows
-// (without a cluster, below); its 128 x 256 tiles (no cluster) above. Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
+// tiles without a cluster up to kSm90SmallTileMaxRows rows per active expert, and for smaller experts
+// up to kSm90MidTileMaxRows (below); its 128 x 256 tiles (no cluster) above. Measured on the H200 once the 2 x 1 cluster and its padding tiles were gone
 // (06b0abe, docs/perf-notes.md step 14), each tile forced on both GEMMs:
 //  - 64 x 128 against the stream and mma.sync tiles at 8-32 rows per expert: DeepSeek-V3 T=64 1823
 //    against 2345 us, Mixtral T=64 705 / 756, Qwen3 T=64 320 / 340; level at T=16 (GPT-OSS 612 /
 //    612); 2-4% slower at T=8 (64 routed rows or fewer: Qwen3 152 / 146, GPT-OSS 378 / 364).
 //  - 64 x 128 against 128 x 256: faster at 32 rows (GPT-OSS T=1024 1694 / 1761, Mixtral T=128 718 /
 //    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
+// The 1 x 2 cluster (each A tile multicast to the two CTAs of an N pair) stays in the tuner's space
+// only. Under the fixed tile order it was 0.4-1.3% faster for small experts up to 32 rows and for
+// every expert up to 16 (H100, docs/perf-notes.md step 19); without it the kernel can take the
+// automatic tile order (sm90_grouped_gemm.h, Sm90TileOrder), which claims tiles where every expert
+// fits one M tile, and the tile without a cluster is then faster at T = 16 .. 512 on every preset
+// (H100, docs/perf-notes.md step 24, the layer with both GEMMs on each tile): Qwen3 -1.0..-1.8%
+// (T = 16..512), GPT-OSS -1.4..-2.2% (T = 32..512), DeepSeek-V3 -0.7..-1.6% (T = 16..256; from
+// T=300 its large experts had dropped the cluster already), Mixtral -1.4% at T=32 and level
+// (-0.3..+0.1%) at T = 64..128.
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
-// Up to this many rows per active expert the 64 x 128 tile runs in 1 x 2 clusters (each A tile
-// multicast to the two CTAs of an N pair); above it, for large experts (N x K >= kSm90LargeExpert),
-// without a cluster. Measured on an H100 (docs/perf-notes.md step 19, two runs of each in turns,
-// layer times): DeepSeek-V3 (29M and 15M), whose routing reaches 104 of 256 experts unevenly at
-// T=512, 3286 without the cluster against 3614 us with it at T=512 (32 rows), 3113 / 3185 at T=384,
-// level at T=300 (3168 / 3164); Qwen3 (3.1M and 1.6M) lost 0.7-1.3% without it at T = 300 .. 512,
-// so small experts keep it. GPT-OSS gemm1 (17M), whose bench routing is even, pays 0.4% for the rule
-// (1509 against 1503 us at T=1024): the price of not losing 10% where the routing is uneven. At 16
-// rows (T=256) the cluster was 0.4-0.9% faster on every preset. A synthetic gemm1 of DeepSeek-V3's
-// shape with log-normal rows an expert (64 on average, sigma 0.5) took 15% longer with the cluster;
-// of Qwen3's shape 0.7%.
-inline constexpr double kSm90ClusterMaxRows = 16;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
 // on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and
