@@ -103,14 +103,4 @@ int fail(const Status& status) {
   return 1;
 }
 
-CommandAction add_pending_command(CLI::App& app, const char* name, const char* description) {
-  auto* cmd = app.add_subcommand(name, std::string(description) + " (not implemented yet)");
-  cmd->allow_extras();
-  return [cmd, name]() {
-    if (!cmd->parsed() || !cmd->get_subcommands().empty()) return -1;
-    fmt::print(stderr, "moekit {}: not implemented yet\n", name);
-    return 2;
-  };
-}
-
 }  // namespace moekit::cli

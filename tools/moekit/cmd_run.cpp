@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "layer_run.h"
 #include "moekit/checkpoint.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/float_formats.h"
-#include "moekit/layer_copy.h"
 #include "moekit/random_layer.h"
 #include "moekit/runner.h"
 #include "moekit/tensor_file.h"
@@ -178,35 +178,11 @@ int run(const RunOptions& o) {
     outputs.topk_ids = ids.view();
   }
   // The GPU backend runs on device copies; the output comes back for the checksum and --refcheck.
-  const Device dev = runner->device().backend == BackendKind::kCuda ? Device::cuda() : Device::cpu();
-  LayerCopy run_layer{weights, in, outputs, {}};
-  if (dev.is_cuda()) {
-    auto c = copy_layer(dev, weights, in, outputs);
-    if (!c.ok()) return fail(c.status().with_context("copying the layer to the GPU"));
-    run_layer = std::move(c).value();
-  }
-  auto prepared = runner->prepare_weights(run_layer.weights);
-  if (!prepared.ok()) return fail(prepared.status());
-  auto ws_bytes = runner->workspace_size(run_layer.inputs);
-  if (!ws_bytes.ok()) return fail(ws_bytes.status());
-  auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)}, dev);
-  if (!ws.ok()) return fail(ws.status());
-  const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
-
   // Each run is timed to its completion (the device is synchronized); `moekit bench` times graphs.
-  std::vector<double> times;
-  for (int i = 0; i < o.iters; ++i) {
-    t0 = std::chrono::steady_clock::now();
-    Status s = runner->run(*prepared, run_layer.inputs, run_layer.outputs, workspace);
-    if (s.ok()) s = synchronize(dev);
-    if (!s.ok()) return fail(s);
-    times.push_back(seconds_since(t0));
-  }
-  if (dev.is_cuda()) {
-    Status s = copy_tensor(layer->out.view(), run_layer.outputs.out);
-    if (s.ok() && ids.data() != nullptr) s = copy_tensor(ids.view(), run_layer.outputs.topk_ids);
-    if (!s.ok()) return fail(s.with_context("copying the output back"));
-  }
+  auto ran = run_layer_on_host_tensors(*runner, weights, in, outputs, o.iters);
+  if (!ran.ok()) return fail(ran.status());
+  const std::vector<double>& times = ran->seconds;
+  const size_t* ws_bytes = &ran->workspace_bytes;
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];

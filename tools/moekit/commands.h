@@ -15,14 +15,13 @@ using CommandAction = std::function<int()>;
 CommandAction add_info_command(CLI::App& app);
 CommandAction add_explain_command(CLI::App& app);
 CommandAction add_run_command(CLI::App& app);
+// `moekit check`: a configuration against the CPU reference at several token counts.
+CommandAction add_check_command(CLI::App& app);
 // `moekit tune` and the hidden `moekit tune-worker`.
 CommandAction add_tune_command(CLI::App& app);
 
 // Prints "moekit: error: <status>" to stderr and returns the exit code for a failed command (1).
 int fail(const Status& status);
-// A subcommand whose issue has not landed yet: says so and exits with code 2 (unless one of its own
-// subcommands ran).
-CommandAction add_pending_command(CLI::App& app, const char* name, const char* description);
 // `moekit bench` (MoE layers against the floor).
 CommandAction add_bench_command(CLI::App& app);
 // `moekit bench attention`; registers under the `bench` command, which must exist already.

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   actions.push_back(add_bench_attention_command(app));  // `bench attention`, under the command above
   actions.push_back(add_tune_command(app));
   actions.push_back(add_explain_command(app));
-  actions.push_back(add_pending_command(app, "check", "Check a configuration against the CPU reference"));
+  actions.push_back(add_check_command(app));
 
   CLI11_PARSE(app, argc, argv);
   for (const auto& action : actions) {
