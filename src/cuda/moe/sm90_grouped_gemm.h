@@ -47,7 +47,8 @@ inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::
 //             fit one M tile (64), else fixed; decided on the device from the expert offsets, so a
 //             captured graph follows the routing of each replay. Measured on H100s
 //             (docs/perf-notes.md step 24): claimed takes 2-4% off each GEMM on that tile at 8-32
-//             rows an expert and costs 6-10% where experts hold more than one M tile.
+//             rows an expert and costs 6-13% where experts hold more than one M tile (it reads
+//             weight tiles twice).
 enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 
 // Where the claimed order's two words (the claim counter, then the lookahead) lie in the scratch:
@@ -80,7 +81,7 @@ struct Sm90GemmArgs {
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)
-  // The order in which the persistent CTAs take their tiles (Sm90TileOrder, below). The stages set
+  // The order in which the persistent CTAs take their tiles (Sm90TileOrder, above). The stages set
   // it from the gemm1.order / gemm2.order knobs.
   Sm90TileOrder tile_order = Sm90TileOrder::kFixed;
 };
