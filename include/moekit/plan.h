@@ -163,6 +163,9 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
 // "E=128 K=8 H=2048 I=768 T=32 format=standard dtype=bf16 quant=none": the first line of a plan.
 std::string problem_summary(const MoeProblem& problem, int64_t num_tokens);
 
+// "cuda.route -> cuda.build_maps -> ...": the plan's step kernels in order, for one-line reports.
+std::string plan_kernels(const MoePlan& plan);
+
 // Renderings for `moekit explain`: a human table and a stable JSON document.
 std::string plan_to_text(const MoePlan& plan);
 std::string plan_to_json(const MoePlan& plan);

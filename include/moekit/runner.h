@@ -85,6 +85,8 @@ class MoeRunner {
 
   // The plan `run` follows for `num_tokens` tokens (Masked: E_local * max_m rows).
   MoePlan plan(int64_t num_tokens, const WeightTraits& weights) const;
+  // The same for inputs of these shapes: hidden [T, H], or Masked [E_local, max_m, H].
+  MoePlan plan(const MoeInputs& inputs, const WeightTraits& weights) const;
 
   // Workspace bytes `run` needs for inputs of these shapes, and how it is laid out.
   Result<size_t> workspace_size(const MoeInputs& inputs) const;

@@ -13,6 +13,12 @@ std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
 }  // namespace
 
+std::string plan_kernels(const MoePlan& plan) {
+  std::string s;
+  for (const auto& step : plan.steps) s += (s.empty() ? "" : " -> ") + step.kernel;
+  return s;
+}
+
 std::string problem_summary(const MoeProblem& p, int64_t tokens) {
   const int local = p.local_experts();
   std::string experts = local == p.num_experts ? fmt::format("E={}", p.num_experts)

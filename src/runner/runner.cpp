@@ -119,6 +119,11 @@ MoePlan MoeRunner::plan(int64_t num_tokens, const WeightTraits& weights) const {
   return make_plan(problem_, num_tokens, device_, {options_.fusions, weights, options_.choice, options_.tuning_table.get()});
 }
 
+MoePlan MoeRunner::plan(const MoeInputs& inputs, const WeightTraits& weights) const {
+  const TensorView& h = inputs.hidden;
+  return plan(h.ndim() == 3 ? h.size(0) * h.size(1) : h.size(0), weights);
+}
+
 const MoePlan& MoeRunner::cached_plan(int64_t num_tokens, const WeightTraits& t) const {
   std::lock_guard lock(plans_->mutex);
   const auto key = std::make_tuple(num_tokens, t.w13_input_scale, t.w2_input_scale, t.w13_pre_quant_scale, t.w2_pre_quant_scale);

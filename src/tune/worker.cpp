@@ -134,8 +134,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)}, dev);
   if (!ws.ok()) return ws.status();
   const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *ws_bytes);
-  const int64_t plan_tokens = in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0);
-  const MoePlan plan = runner->plan(plan_tokens, WeightTraits::of(weights));
+  const MoePlan plan = runner->plan(in, WeightTraits::of(weights));
   if (!plan.runnable) return Status::Unsupported(fmt::format("not runnable: {}", fmt::join(plan.notes, "; ")));
 
   MoeOutputs outputs = layer->outputs();
@@ -156,7 +155,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   WorkerResult r;
   r.tuning = plan.tuning;
   r.weights = wo.weights_device.is_cuda() ? "device" : "host";
-  for (const auto& s : plan.steps) r.plan += (r.plan.empty() ? "" : " -> ") + s.kernel;
+  r.plan = plan_kernels(plan);
 
   // Validation: both outputs poisoned, the candidate once, the reference once.
   bool poison_after = false;
@@ -203,7 +202,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   r.median_us = median(*times);
   r.min_us = *std::min_element(times->begin(), times->end());
   r.max_us = *std::max_element(times->begin(), times->end());
-  const RoutingStats stats = stats_of(p, *layer, in, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids, plan_tokens);
+  const RoutingStats stats = stats_of(p, *layer, in, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids, plan.num_tokens);
   const Work total = step_work(p, Stage::kRoute, Stage::kFinalize, stats);
   r.tflops = tflops(total, r.median_us);
   r.gbps = gbps(total, r.median_us);

@@ -77,10 +77,7 @@ int check(const CheckOptions& o) {
     const tune::OutputError err = tune::compare_outputs(layer->out, ref->view());
     const tune::Acceptance acc = tune::accept_output(p, err);
     failed += acc.passed ? 0 : 1;
-    const MoePlan plan = runner->plan(in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0),
-                                      WeightTraits::of(weights->weights));
-    std::string steps;
-    for (const auto& st : plan.steps) steps += (steps.empty() ? "" : " -> ") + st.kernel;
+    const std::string steps = plan_kernels(runner->plan(in, WeightTraits::of(weights->weights)));
     fmt::print("T={:<6} {}: max|diff| {:.3e} = {:.3e} of max|ref|; {} of {} elements differ{}, {} not finite; {} {:.2e} (limit {:.1e}): {}{}\n",
                t, steps, err.max_abs, err.normalized, err.mismatched, layer->out.numel(), err.bitwise ? " (bitwise identical)" : "",
                err.non_finite, acc.metric, acc.value, acc.limit, acc.passed ? "PASSED" : "FAILED", acc.passed ? "" : " (" + acc.why + ")");

@@ -182,15 +182,14 @@ int run(const RunOptions& o) {
   auto ran = run_layer_on_host_tensors(*runner, weights, in, outputs, o.iters);
   if (!ran.ok()) return fail(ran.status());
   const std::vector<double>& times = ran->seconds;
-  const size_t* ws_bytes = &ran->workspace_bytes;
+  const size_t ws_bytes = ran->workspace_bytes;
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   const int64_t rows = routed_rows(p, *layer, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids);
   const double flops = 2.0 * static_cast<double>(rows) * (static_cast<double>(p.gemm1_rows()) * p.hidden + static_cast<double>(p.hidden) * p.intermediate);
   const Checksum cs = checksum(layer->out);
-  const MoePlan plan = runner->plan(in.hidden.ndim() == 3 ? in.hidden.size(0) * in.hidden.size(1) : in.hidden.size(0),
-                                    WeightTraits::of(weights));
+  const MoePlan plan = runner->plan(in, WeightTraits::of(weights));
 
   std::optional<tune::OutputError> err;
   if (o.refcheck) {
@@ -209,8 +208,7 @@ int run(const RunOptions& o) {
   }
   const double tol = tune::refcheck_tolerance(p.activation_dtype);
   const bool ref_ok = !err || (err->non_finite == 0 && err->normalized <= tol);
-  std::string steps;
-  for (const auto& st : plan.steps) steps += (steps.empty() ? "" : " -> ") + st.kernel;
+  const std::string steps = plan_kernels(plan);
   std::string source = o.problem.describe();
   if (ckpt) source = fmt::format(" --checkpoint {} --layer {}{}", o.checkpoint, o.layer, o.model_type.empty() ? "" : " --model-type " + o.model_type);
   if (!o.input.empty()) source += " --input " + o.input;
@@ -238,10 +236,10 @@ int run(const RunOptions& o) {
     fmt::print("plan      {}\n", steps);
     if (ckpt) {
       fmt::print("weights   {:.3f} GB from {} layer {} ({}) in {:.2f} s; workspace {:.1f} MB\n", weight_bytes / 1e9, o.checkpoint, o.layer,
-                 model_family_name(ckpt->family), gen_s, *ws_bytes / 1e6);
+                 model_family_name(ckpt->family), gen_s, ws_bytes / 1e6);
       for (const auto& n : ckpt->notes) fmt::print("          note: {}\n", n);
     } else {
-      fmt::print("weights   {:.3f} GB random (seed {}) in {:.2f} s; workspace {:.1f} MB\n", weight_bytes / 1e9, o.seed, gen_s, *ws_bytes / 1e6);
+      fmt::print("weights   {:.3f} GB random (seed {}) in {:.2f} s; workspace {:.1f} MB\n", weight_bytes / 1e9, o.seed, gen_s, ws_bytes / 1e6);
     }
     fmt::print("inputs    {}\n", o.input.empty() ? fmt::format("random (seed {})", o.seed) : o.input);
     fmt::print("time      median {:.3f} ms over {} run{} (min {:.3f}, max {:.3f}); {:.2f} GFLOP/s ({} routed rows)\n", median * 1e3, o.iters,
