@@ -436,28 +436,34 @@ TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
 // The order reaches the kernel's scheduler, which the bits cannot show (every order gives the same):
 // the claim counter the launch leaves in the scratch is 0 under the fixed order, and on the 1 x 2
 // cluster tiles whatever the order; positive under the claimed order (each CTA claims at least once
-// after its first tile); and under the automatic order as claimed on the 64 x 128 tile without a
-// cluster while every expert fits one 64-row M tile, as fixed once one expert holds 65 rows, and as
-// fixed on the cooperative tiles. 15 experts with rows of 1..64 (one empty) and N = 2056 make 135
-// tiles of 128 x 256 and 255 of 64 x 128: more than a wave of 132 SMs on either.
+// after its first tile); and under the automatic order as claimed on a tile without a cluster while
+// every expert fits one M tile of it (64 rows on the ping-pong 64 x 128 tile, 128 on the
+// cooperative tiles), as fixed once one expert holds more. 15 experts with rows of 1..64 (one
+// empty) and N = 2056 make 135 tiles of 128 x 256 and 255 of 64 x 128: more than a wave of 132 SMs
+// on either; then one expert of 65 rows, then one of 129.
 TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
   MOEKIT_REQUIRE_SM90();
   std::vector<int64_t> fit;
   for (int e = 0; e < 16; ++e) fit.push_back(e == 5 ? 0 : 1 + (e * 37) % 64);
   fit[3] = 64;
-  std::vector<int64_t> over = fit;
-  over[7] = 65;
+  std::vector<int64_t> over64 = fit, over128 = fit;
+  over64[7] = 65;
+  over128[7] = 129;
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     const bool cluster = tile == Sm90Tile::kM128N256C1x2 || tile == Sm90Tile::kM64N128C1x2;
+    const int64_t tile_m = tile == Sm90Tile::kM64N128C1x1 || tile == Sm90Tile::kM64N128C1x2 ? 64 : 128;
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed, Sm90TileOrder::kAuto})
-      for (const auto* counts : {&fit, &over}) {
-        int64_t rows = 0;
-        for (int64_t c : *counts) rows += c;
+      for (const auto* counts : {&fit, &over64, &over128}) {
+        int64_t rows = 0, most = 0;
+        for (int64_t c : *counts) {
+          rows += c;
+          most = std::max(most, c);
+        }
         uint64_t claims = ~uint64_t{0};
         run_case({Elem::kBF16, 16, rows, 2056, 136, tile, *counts, order}, nullptr, &claims);
-        const bool claimed = !cluster && (order == Sm90TileOrder::kClaimed ||
-                                          (order == Sm90TileOrder::kAuto && tile == Sm90Tile::kM64N128C1x1 && counts == &fit));
-        const std::string what = tile_label(tile) + order_label(order) + (counts == &fit ? ", every expert <= 64 rows" : ", one of 65");
+        const bool claimed =
+            !cluster && (order == Sm90TileOrder::kClaimed || (order == Sm90TileOrder::kAuto && most <= tile_m));
+        const std::string what = tile_label(tile) + order_label(order) + ", the largest expert " + std::to_string(most) + " rows";
         if (claimed)
           EXPECT_GT(claims, 0u) << what;
         else

@@ -358,14 +358,15 @@ size_t workspace_bytes(int experts, int sm_count) {
 }
 
 // The order word (order_word) for configuration Cfg under `order`: the claimed order's lookahead
-// (ClaimedOrderScheduler), or 0, the fixed order. The automatic order claims on the ping-pong tile
-// without a cluster while every group fits one M tile (Sm90TileOrder says why).
+// (ClaimedOrderScheduler), or 0, the fixed order. The automatic order claims on a tile without a
+// cluster while every group fits one M tile of it (Sm90TileOrder says why).
 template <class Cfg>
 unsigned long long claimed_order_word(Sm90TileOrder order) {
   constexpr bool ping_pong = std::is_same_v<typename Cfg::KernelSchedule, PingPong::KernelSchedule>;
   if (order == Sm90TileOrder::kFixed || cute::size(typename Cfg::ClusterShape{}) != 1) return 0;
-  if (order == Sm90TileOrder::kClaimed) return order_word(ping_pong ? 2 : 1, 0);
-  return ping_pong ? order_word(2, cute::size<0>(typename Cfg::TileShape{})) : 0;
+  const uint32_t lookahead = ping_pong ? 2 : 1;
+  if (order == Sm90TileOrder::kClaimed) return order_word(lookahead, 0);
+  return order_word(lookahead, cute::size<0>(typename Cfg::TileShape{}));
 }
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
