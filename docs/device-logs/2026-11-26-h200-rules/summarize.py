@@ -6,10 +6,10 @@ import collections, csv, glob, os, re, sys
 
 d = sys.argv[1]
 PAIRS = {"order": ("fixed", "auto"), "tile": ("dflt", "c1x2"), "coop": ("fixed", "claimed"),
-         "colm": ("fixed", "claimed")}
+         "colm": ("fixed", "claimed"), "sweep": ("dflt", None)}  # None: every other variant
 runs = collections.defaultdict(lambda: collections.defaultdict(list))
 for f in sorted(glob.glob(d + "/*.csv")):
-    m = re.match(r"(order|tile|coop|colm)-(?:(.+)-)?([a-z0-9]+?)([12])\.csv$", os.path.basename(f))
+    m = re.match(r"(order|tile|coop|colm|sweep)-(?:(.+)-)?([a-z0-9]+?)([12])\.csv$", os.path.basename(f))
     if not m: continue
     kind, _, variant, _ = m.groups()
     for r in csv.DictReader(open(f)):
@@ -18,10 +18,13 @@ for f in sorted(glob.glob(d + "/*.csv")):
             runs[(kind, r["preset"], int(r["tokens"]), meth)][variant].append(float(r["median_us"]))
 for k in sorted(runs):
     base, other = PAIRS[k[0]]
-    a, b = runs[k][base], runs[k][other]
-    ch = "%+.1f%%" % (100 * (min(b) / min(a) - 1)) if a and b else ""
-    print("%-5s %-14s T=%-6d %-22s %s %s  %s %s  %s" % (k + (base, " ".join("%.1f" % x for x in a), other,
-                                                         " ".join("%.1f" % x for x in b), ch)))
+    a = runs[k][base]
+    line = "%-5s %-14s T=%-6d %-22s %s %s" % (k + (base, " ".join("%.1f" % x for x in a)))
+    for o in ([other] if other else sorted(v for v in runs[k] if v != base)):
+        b = runs[k][o]
+        ch = "%+.1f%%" % (100 * (min(b) / min(a) - 1)) if a and b else ""
+        line += "  %s %s  %s" % (o, " ".join("%.1f" % x for x in b), ch)
+    print(line)
 for f in sorted(glob.glob(d + "/ncu-*.csv")):
     lines = open(f).read().splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
