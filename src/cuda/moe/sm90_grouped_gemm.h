@@ -43,12 +43,13 @@ inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::
 //   kFixed    CUTLASS's: CTA c takes tiles c, c + grid, c + 2 grid, ... .
 //   kClaimed  the same tile order, handed out from a global counter as the CTAs get to them; 1 x 1
 //             clusters only (the others keep the fixed order).
-//   kAuto     claimed on the ping-pong tile without a cluster (kM64N128C1x1) when every expert's rows
-//             fit one M tile (64), else fixed; decided on the device from the expert offsets, so a
-//             captured graph follows the routing of each replay. Measured on H100s
-//             (docs/perf-notes.md step 24): claimed takes 2-4% off each GEMM on that tile at 8-32
-//             rows an expert and costs 6-13% where experts hold more than one M tile (it reads
-//             weight tiles twice).
+//   kAuto     claimed on a tile without a cluster when every expert's rows fit one M tile of it (64
+//             on kM64N128C1x1, 128 on the cooperative kM128N256C1x1 and kM128N128C1x1), else fixed;
+//             decided on the device from the expert offsets, so a captured graph follows the
+//             routing of each replay. Measured on H100s (docs/perf-notes.md steps 24, 25): claimed
+//             takes 1-5% off each GEMM where every expert fits one M tile and costs up to 13% where
+//             experts hold several (it reads weight tiles twice, or on the cooperative tile loses
+//             its lockstep).
 enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 
 // Where the claimed order's two words (the claim counter, then the lookahead) lie in the scratch:
