@@ -449,9 +449,9 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
-    // auto claims them on the ping-pong tile without a cluster while every expert fits one M tile,
-    // where the claimed order measured 2-4% faster a GEMM, and keeps the fixed order elsewhere, where
-    // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23, 24).
+    // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
+    // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
+    // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23-25).
     if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
