@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 9 (warp states by section), call 10 (stall reasons as metrics) ($1 = the commit): step 25 h's question, what the cooperative tile's ~3.4 µs a tile at
+# Call 10 ($1 = the commit): step 25 h's question, what the cooperative tile's ~3.4 µs a tile at
 # short K are. ncu's warp-state section (stall reasons, averaged over every warp of the kernel:
 # producer, scheduler and consumer warps alike) on gemm2 of one layer call: Qwen3 T=16384 (12
 # k-blocks a tile, tensor pipes 68% busy) against Mixtral T=16384 (224 k-blocks, 98% busy).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 9 (warp states by section), call 10 (stall reasons as metrics) ($1 = the commit): step 25 h's question, what the cooperative tile's ~3.4 µs a tile at
+# Call 9 ($1 = the commit): step 25 h's question, what the cooperative tile's ~3.4 µs a tile at
 # short K are. ncu's warp-state section (stall reasons, averaged over every warp of the kernel:
 # producer, scheduler and consumer warps alike) on gemm2 of one layer call: Qwen3 T=16384 (12
 # k-blocks a tile, tensor pipes 68% busy) against Mixtral T=16384 (224 k-blocks, 98% busy).
@@ -12,7 +12,7 @@ B=build/device/bin/moekit
 for p in qwen3-30b-a3b:16384 mixtral-8x7b:16384; do
   T0=$SECONDS
   timeout 150 ncu --clock-control none --kernel-name-base demangled --kernel-name regex:MoeGroupShape --launch-skip 1 --launch-count 1 \
-    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__warps_active.avg.per_cycle_active" --csv --print-units base \
+    --section WarpStateStats --section SchedulerStats --section LaunchStats --csv --print-units base --page details \
     $B bench --backend cuda --quant none --gate-up interleaved --preset ${p%%:*} --tokens ${p##*:} --sets 1 --reps 1 --iters 1 --warmup 0 \
     --no-baseline > "$OUT/r/warps-${p%%:*}.csv" 2> "$OUT/r/warps-${p%%:*}.err"
   echo "# ncu $p rc=$? $((SECONDS - T0))s"
