@@ -216,8 +216,12 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
 }
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits, `claims`
-// (if given) the claim counter the launch left in the scratch (sm90_claim_words_offset).
-void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr) {
+// (if given) the claim counter the launch left in the scratch (sm90_claim_words_offset). With `out16`,
+// D is in the input type instead (as the layer's stages run it): poisoned with a 16-bit NaN code, its
+// rows past the routed ones checked to keep it, its bits returned in `out16` for the caller to check
+// (SixteenBitOutputIsTheFloat32OutputRounded).
+void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
+              std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
                            " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
@@ -241,13 +245,30 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+  const uint16_t poison16 = c.type == Elem::kBF16 ? 0x7FC0 : 0x7E00;  // a quiet NaN in either format
+  std::vector<uint16_t> got16;
+  if (out16) {
+    got16.assign(static_cast<size_t>(max_rows * c.n), poison16);
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got16.data(), got16.size() * 2, cudaMemcpyHostToDevice));
+  } else {
+    fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+  }
 
-  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
+  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, out16 ? c.type : Elem::kF32, c.experts,
+                                max_rows, c.n, c.k);
   args.tile_order = c.order;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+  if (out16) {
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(got16.data(), dd.p, got16.size() * 2, cudaMemcpyDeviceToHost));
+    int64_t touched = 0;
+    for (int64_t i = c.rows * c.n; i < max_rows * c.n; ++i) touched += got16[i] != poison16;
+    EXPECT_EQ(touched, 0) << what << ": elements past the routed rows were written";
+    MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
+    *out16 = std::move(got16);
+    return;
+  }
   std::vector<float> got(static_cast<size_t>(max_rows * c.n));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
   check_output(got, ref, c.rows, max_rows, c.n, what);
@@ -406,6 +427,38 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
     run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
     run_gated_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, Activation::kSwiGLU, true, counts});
   }
+}
+
+// 16-bit D, which the layer's stages use (gemm2's rows), is the float32 D rounded once to nearest
+// even: the same mainloop, and an epilogue that rounds each float32 accumulator (the TMA store's
+// LinearCombination with alpha 1, or the register epilogue). To the bit, on every tile, both 16-bit
+// types and both orders, at the row counts around each warpgroup's last rows, with a short last N tile
+// (520 = 2 x 256 + 8) and a short last k-block (264).
+TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
+  MOEKIT_REQUIRE_SM90();
+  const auto counts = counts_around_warpgroup_rows();
+  int64_t rows = 0;
+  for (int64_t c : counts) rows += c;
+  const int experts = static_cast<int>(counts.size());
+  for (Sm90Tile tile : cuda::moe::kSm90TileList)
+    for (Elem type : {Elem::kBF16, Elem::kF16})
+      for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
+        const Case c{type, experts, rows, 520, 264, tile, counts, order};
+        SCOPED_TRACE(tile_label(tile) + order_label(order) + (type == Elem::kBF16 ? " bf16" : " f16"));
+        std::vector<float> f32;
+        std::vector<uint16_t> d16;
+        run_case(c, &f32);
+        run_case(c, nullptr, nullptr, &d16);
+        ASSERT_EQ(f32.size(), d16.size());
+        int64_t differ = 0, first = -1;
+        for (int64_t i = 0; i < rows * c.n; ++i) {
+          const double x = f32[static_cast<size_t>(i)];
+          const uint16_t want = type == Elem::kBF16 ? encode_bf16(x) : encode_f16(x);
+          if (d16[static_cast<size_t>(i)] != want && differ++ == 0) first = i;
+        }
+        EXPECT_EQ(differ, 0) << "16-bit outputs that are not the float32 output rounded; the first at row "
+                             << (first < 0 ? -1 : first / c.n) << ", column " << (first < 0 ? -1 : first % c.n);
+      }
 }
 
 // The claimed tile order (tiles handed out from a global counter as CTAs free up) must compute every
