@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Call 2 ($1 = the commit): call 1 again without its tests, the base build configured with an empty
+# CMAKE_CUDA_FLAGS (call 1 left the row flag in the CMake cache, so its "base" was the row build too).
+# TMA-store epilogue's synchronization, and CUTLASS's ptr-array kernels also rebuild the store
+# descriptor whenever a CTA's next tile is another expert's (every tile at Qwen3's 128 experts). Two
+# builds of one commit: the TMA-store epilogue for gemm2 (base) and the register epilogue (row,
+# -DMOEKIT_SM90_ROW_EPILOGUE=1: 16-byte stores from registers after a quad transpose, no shared
+# memory, no descriptor). On row: test_sm90_gemm (the new 16-bit-equals-rounded-float32 test) and
+# test_moe_cuda; registers. Then both binaries in turns, each stage timed, at the prefill and middle
+# points of every preset.
+set -uo pipefail
+COMMIT=$1
+START=$SECONDS
+left() { echo $((575 - (SECONDS - START))); }
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
+mkdir -p "$OUT/r" /tmp/bins
+pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r && rm -rf "$OUT/r"; }
+scripts/device-build.sh "$COMMIT" "$OUT/r/row" moekit -- -DCMAKE_CUDA_FLAGS=-DMOEKIT_SM90_ROW_EPILOGUE=1 || { pack; exit 1; }
+cp build/device/bin/moekit /tmp/bins/row
+cuobjdump -res-usage build/device/bin/moekit 2>/dev/null | grep -A1 "MoeGroupShape" | grep -o "REG:[0-9]* STACK:[0-9]* SHARED:[0-9]* LOCAL:[0-9]*" | sort | uniq -c > "$OUT/r/res-usage-row.txt"
+scripts/device-build.sh "$COMMIT" "$OUT/r/base" moekit -- -DCMAKE_CUDA_FLAGS= || { pack; exit 1; }
+cp build/device/bin/moekit /tmp/bins/base
+for turn in 1 2; do
+  for p in qwen3-30b-a3b:256,1024,4096,16384 gpt-oss-120b:1024,4096,16384 mixtral-8x7b:1024,4096 deepseek-v3:1024,4096; do
+    for v in base row; do
+      [ "$(left)" -lt 30 ] && break 3
+      T0=$SECONDS
+      timeout $(( $(left) - 15 )) /tmp/bins/$v bench --backend cuda --quant none --gate-up interleaved --sets 2 --reps 3 --no-baseline --stages \
+        --preset ${p%%:*} --tokens ${p#*:} --csv "$OUT/r/sweep-${p%%:*}-$v$turn.csv" > "$OUT/r/sweep-${p%%:*}-$v$turn.txt" 2>&1
+      echo "# ${p%%:*} $v$turn rc=$? $((SECONDS - T0))s"
+    done
+  done
+done
+sed 's/"sweep": ("dflt", None)/"sweep": ("base", None)/' docs/device-logs/2026-11-26-h200-rules/summarize.py > /tmp/summarize.py
+python3 /tmp/summarize.py "$OUT/r" | tee "$OUT/r/summary.txt"
+pack
