@@ -13,6 +13,8 @@
 //    as one box from the expanded rows, as 128 row copies of the same rows, or as 128 row copies of
 //    random token rows of the hidden states (T = 16384 tokens, 64 MiB; or 2048 tokens, which stay in
 //    L2). Time on the GPU (%globaltimer, first CTA start to last CTA end), median of 10 launches.
+//    Then A gathered by a producer warpgroup's cp.async (16 bytes a thread, the swizzle in the
+//    address), as CUTLASS's gather example does, with the weight tile still a TMA copy.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/tma_gather_probe bench/probes/tma_gather_probe.cu && /tmp/tma_gather_probe
 #include <cuda.h>
@@ -146,6 +148,70 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
   }
   __syncthreads();
   if (threadIdx.x == 0) {
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = now();
+  }
+}
+
+// 2b. The same stream with A gathered by cp.async instead: a producer warpgroup (128 threads, as the
+// CUTLASS kernels' producer warpgroup, of which only one warp issues TMA copies) copies 16 bytes at
+// a time to the swizzled place, eight rows a thread, and each thread's copies arrive on the stage's
+// barrier when done (cp.async.mbarrier.arrive.noinc); one thread's expect-tx covers the weight tile's
+// TMA copy. The token indices of a tile are loaded once per tile.
+template <bool B>
+__global__ void __launch_bounds__(160) cp_async_kernel(const __grid_constant__ CUtensorMap b_box, const uint16_t* x,
+                                                       const int* idx, int tiles_per_cta, int a_tiles, int b_tiles,
+                                                       uint64_t* times) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  constexpr int kStageBytes = kBytesA + kBytesB;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  uint64_t* empty = full + kStages;
+  const int tid = threadIdx.x;
+  const uint64_t t0 = now();
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      init_bar(&full[s], 128 + 1);
+      init_bar(&empty[s], 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int total = tiles_per_cta * kKBlocks;
+  if (tid < 128) {
+    const int c = tid % 8, r0 = tid / 8;  // this thread's chunk column and first row (rows r0 + 16 j)
+    const uint16_t* src[8];
+    for (int it = 0; it < total; ++it) {
+      const int s = it % kStages, kb = it % kKBlocks;
+      const int t = (blockIdx.x + (it / kKBlocks) * gridDim.x) % a_tiles;
+      if (kb == 0)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) src[j] = x + static_cast<int64_t>(__ldg(idx + t * kRowsA + r0 + 16 * j)) * kH + c * 8;
+      if (it >= kStages) wait_parity(&empty[s], ((it / kStages) + 1) & 1);
+      uint8_t* sa_ = smem + s * kStageBytes;
+      if (tid == 0) {
+        expect(&full[s], B ? kBytesB : 0);
+        if (B) tma2d(sa_ + kBytesA, &b_box, kb * kK, (t % b_tiles) * kRowsB, &full[s]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = r0 + 16 * j;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(sa_ + i * 128 + ((c ^ (i % 8)) * 16))),
+                     "l"(src[j] + kb * kK)
+                     : "memory");
+      }
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(sa(&full[s])) : "memory");
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  } else if (tid == 128) {
+    for (int it = 0; it < total; ++it) {
+      const int s = it % kStages;
+      wait_parity(&full[s], (it / kStages) & 1);
+      arrive(&empty[s]);
+    }
+  }
+  __syncthreads();
+  if (tid == 0) {
     times[2 * blockIdx.x] = t0;
     times[2 * blockIdx.x + 1] = now();
   }
@@ -287,13 +353,12 @@ int main() {
   std::printf("\nrate: %d CTAs x %d tiles x %d k-blocks, %d stages of A %d B + B %d B; A tiles %d, B tiles %d\n", ctas,
               tiles_per_cta, kKBlocks, kStages, kBytesA, kBytesB, a_tiles, b_tiles);
   std::printf("%-36s %10s %10s %12s\n", "mode", "span us", "GB/s", "us a k-block");
-  for (const Run& r : runs) {
-    CHECK(cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    const int* idx = r.mode.tokens == 2048 ? d_small : d_big;
+  // The span of one launch (first CTA start to last CTA end), median of 10 after 2.
+  auto time_it = [&](auto launch, double* span_us) -> int {
     std::vector<double> spans;
     std::vector<uint64_t> h(2 * static_cast<size_t>(ctas));
     for (int i = 0; i < 12; ++i) {
-      r.k<<<ctas, 64, smem>>>(a_box, a_row, x_row, b_box, idx, tiles_per_cta, a_tiles, b_tiles, d_times);
+      launch();
       CHECK(cudaGetLastError());
       CHECK(cudaMemcpy(h.data(), d_times, h.size() * 8, cudaMemcpyDeviceToHost));
       if (i < 2) continue;
@@ -305,10 +370,37 @@ int main() {
       spans.push_back((hi - lo) * 1e-3);
     }
     std::sort(spans.begin(), spans.end());
-    const double span = spans[spans.size() / 2];
-    const double bytes = static_cast<double>(ctas) * tiles_per_cta * kKBlocks *
-                         ((r.mode.a != kNoA ? kBytesA : 0) + (r.mode.b ? kBytesB : 0));
-    std::printf("%-36s %10.1f %10.1f %12.3f\n", r.mode.name, span, bytes / span / 1e3, span / (tiles_per_cta * kKBlocks));
+    *span_us = spans[spans.size() / 2];
+    return 0;
+  };
+  auto report = [&](const char* name, bool a, bool b, double span) {
+    const double bytes = static_cast<double>(ctas) * tiles_per_cta * kKBlocks * ((a ? kBytesA : 0) + (b ? kBytesB : 0));
+    std::printf("%-36s %10.1f %10.1f %12.3f\n", name, span, bytes / span / 1e3, span / (tiles_per_cta * kKBlocks));
+  };
+  for (const Run& r : runs) {
+    CHECK(cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int* idx = r.mode.tokens == 2048 ? d_small : d_big;
+    double span = 0;
+    if (time_it([&] { r.k<<<ctas, 64, smem>>>(a_box, a_row, x_row, b_box, idx, tiles_per_cta, a_tiles, b_tiles, d_times); },
+                &span))
+      return 1;
+    report(r.mode.name, r.mode.a != kNoA, r.mode.b, span);
+  }
+  const struct {
+    const char* name;
+    bool b;
+    int tokens;
+    void (*k)(CUtensorMap, const uint16_t*, const int*, int, int, int, uint64_t*);
+  } cp_runs[] = {{"A cp.async gathered, 16384 tokens", false, 16384, cp_async_kernel<false>},
+                 {"A cp.async gathered, 2048 tokens (L2)", false, 2048, cp_async_kernel<false>},
+                 {"A cp.async gathered 16384 + B", true, 16384, cp_async_kernel<true>},
+                 {"A cp.async gathered 2048 + B", true, 2048, cp_async_kernel<true>}};
+  for (const auto& r : cp_runs) {
+    CHECK(cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int* idx = r.tokens == 2048 ? d_small : d_big;
+    double span = 0;
+    if (time_it([&] { r.k<<<ctas, 160, smem>>>(b_box, d_x, idx, tiles_per_cta, a_tiles, b_tiles, d_times); }, &span)) return 1;
+    report(r.name, true, r.b, span);
   }
   return 0;
 }

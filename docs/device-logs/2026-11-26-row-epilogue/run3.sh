@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 3 ($1 = the commit): bench/probes/tma_gather_probe.cu, whether gemm1's producer could gather
+# Call 3, and call 4 with the cp.async gather modes ($1 = the commit): bench/probes/tma_gather_probe.cu, whether gemm1's producer could gather
 # the routed rows with one TMA copy a row into the 128-byte-swizzled A stage (layout, then the rate).
 set -uo pipefail
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
