@@ -13,8 +13,8 @@
 //    as one box from the expanded rows, as 128 row copies of the same rows, or as 128 row copies of
 //    random token rows of the hidden states (T = 16384 tokens, 64 MiB; or 2048 tokens, which stay in
 //    L2). Time on the GPU (%globaltimer, first CTA start to last CTA end), median of 10 launches.
-//    Then A gathered by a producer warpgroup's cp.async (16 bytes a thread, the swizzle in the
-//    address), as CUTLASS's gather example does, with the weight tile still a TMA copy.
+//    Then A gathered by cp.async (16 bytes a copy, the swizzle in the address) from one warp or from
+//    128 threads, with the weight tile still a TMA copy (2b below).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/tma_gather_probe bench/probes/tma_gather_probe.cu && /tmp/tma_gather_probe
 #include <cuda.h>
@@ -153,57 +153,61 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
   }
 }
 
-// 2b. The same stream with A gathered by cp.async instead: a producer warpgroup (128 threads, as the
-// CUTLASS kernels' producer warpgroup, of which only one warp issues TMA copies) copies 16 bytes at
-// a time to the swizzled place, eight rows a thread, and each thread's copies arrive on the stage's
-// barrier when done (cp.async.mbarrier.arrive.noinc); one thread's expect-tx covers the weight tile's
-// TMA copy. The token indices of a tile are loaded once per tile.
-template <bool B>
-__global__ void __launch_bounds__(160) cp_async_kernel(const __grid_constant__ CUtensorMap b_box, const uint16_t* x,
-                                                       const int* idx, int tiles_per_cta, int a_tiles, int b_tiles,
-                                                       uint64_t* times) {
+// 2b. The same stream with A gathered by cp.async instead, as a CUTLASS mainloop could do it in its
+// auxiliary producer warp (one warp: kernel::detail::HasAuxiliaryLoad, the blockwise-scaling
+// mainloop's place for its scale loads) or in a whole producer warpgroup: warp 0 issues the weight
+// tile's TMA copy and the stage's expect-tx; `Threads` gather threads copy 16 bytes at a time to the
+// swizzled place (8 consecutive lanes cover one 128-byte row), reading each row's token index every
+// k-block (L1 hits after the first), and each thread's copies arrive on the stage's barrier when done
+// (cp.async.mbarrier.arrive.noinc); the last warp is the consumer.
+template <bool B, int Threads>
+__global__ void __launch_bounds__(Threads + 64) cp_async_kernel(const __grid_constant__ CUtensorMap b_box, const uint16_t* x,
+                                                                const int* idx, int tiles_per_cta, int a_tiles, int b_tiles,
+                                                                uint64_t* times) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   constexpr int kStageBytes = kBytesA + kBytesB;
+  constexpr int kPerThread = kRowsA * 8 / Threads;  // 16-byte copies a thread and k-block
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
   uint64_t* empty = full + kStages;
   const int tid = threadIdx.x;
   const uint64_t t0 = now();
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      init_bar(&full[s], 128 + 1);
+      init_bar(&full[s], Threads + 1);
       init_bar(&empty[s], 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   const int total = tiles_per_cta * kKBlocks;
-  if (tid < 128) {
-    const int c = tid % 8, r0 = tid / 8;  // this thread's chunk column and first row (rows r0 + 16 j)
-    const uint16_t* src[8];
+  if (tid < 32) {
+    if (tid == 0)
+      for (int it = 0; it < total; ++it) {
+        const int s = it % kStages, kb = it % kKBlocks;
+        const int t = (blockIdx.x + (it / kKBlocks) * gridDim.x) % a_tiles;
+        if (it >= kStages) wait_parity(&empty[s], ((it / kStages) + 1) & 1);
+        expect(&full[s], B ? kBytesB : 0);
+        if (B) tma2d(smem + s * kStageBytes + kBytesA, &b_box, kb * kK, (t % b_tiles) * kRowsB, &full[s]);
+      }
+  } else if (tid < 32 + Threads) {
+    const int g = tid - 32, c = g % 8, r0 = g / 8;  // chunk column; rows r0 + (Threads / 8) j
     for (int it = 0; it < total; ++it) {
       const int s = it % kStages, kb = it % kKBlocks;
       const int t = (blockIdx.x + (it / kKBlocks) * gridDim.x) % a_tiles;
-      if (kb == 0)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) src[j] = x + static_cast<int64_t>(__ldg(idx + t * kRowsA + r0 + 16 * j)) * kH + c * 8;
       if (it >= kStages) wait_parity(&empty[s], ((it / kStages) + 1) & 1);
       uint8_t* sa_ = smem + s * kStageBytes;
-      if (tid == 0) {
-        expect(&full[s], B ? kBytesB : 0);
-        if (B) tma2d(sa_ + kBytesA, &b_box, kb * kK, (t % b_tiles) * kRowsB, &full[s]);
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int i = r0 + 16 * j;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(sa_ + i * 128 + ((c ^ (i % 8)) * 16))),
-                     "l"(src[j] + kb * kK)
+#pragma unroll 8
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = r0 + (Threads / 8) * j;
+        const uint16_t* src = x + static_cast<int64_t>(__ldg(idx + t * kRowsA + i)) * kH + kb * kK + c * 8;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(sa_ + i * 128 + ((c ^ (i % 8)) * 16))), "l"(src)
                      : "memory");
       }
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(sa(&full[s])) : "memory");
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
-  } else if (tid == 128) {
+  } else if (tid == 32 + Threads) {
     for (int it = 0; it < total; ++it) {
       const int s = it % kStages;
       wait_parity(&full[s], (it / kStages) & 1);
@@ -389,17 +393,22 @@ int main() {
   const struct {
     const char* name;
     bool b;
-    int tokens;
+    int tokens, threads;
     void (*k)(CUtensorMap, const uint16_t*, const int*, int, int, int, uint64_t*);
-  } cp_runs[] = {{"A cp.async gathered, 16384 tokens", false, 16384, cp_async_kernel<false>},
-                 {"A cp.async gathered, 2048 tokens (L2)", false, 2048, cp_async_kernel<false>},
-                 {"A cp.async gathered 16384 + B", true, 16384, cp_async_kernel<true>},
-                 {"A cp.async gathered 2048 + B", true, 2048, cp_async_kernel<true>}};
+  } cp_runs[] = {{"A cp.async 128 thr, 16384 tokens", false, 16384, 128, cp_async_kernel<false, 128>},
+                 {"A cp.async 128 thr, 2048 tokens (L2)", false, 2048, 128, cp_async_kernel<false, 128>},
+                 {"A cp.async 128 thr 16384 + B", true, 16384, 128, cp_async_kernel<true, 128>},
+                 {"A cp.async 128 thr 2048 + B", true, 2048, 128, cp_async_kernel<true, 128>},
+                 {"A cp.async 32 thr, 16384 tokens", false, 16384, 32, cp_async_kernel<false, 32>},
+                 {"A cp.async 32 thr, 2048 tokens (L2)", false, 2048, 32, cp_async_kernel<false, 32>},
+                 {"A cp.async 32 thr 16384 + B", true, 16384, 32, cp_async_kernel<true, 32>},
+                 {"A cp.async 32 thr 2048 + B", true, 2048, 32, cp_async_kernel<true, 32>}};
   for (const auto& r : cp_runs) {
     CHECK(cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const int* idx = r.tokens == 2048 ? d_small : d_big;
     double span = 0;
-    if (time_it([&] { r.k<<<ctas, 160, smem>>>(b_box, d_x, idx, tiles_per_cta, a_tiles, b_tiles, d_times); }, &span)) return 1;
+    if (time_it([&] { r.k<<<ctas, r.threads + 64, smem>>>(b_box, d_x, idx, tiles_per_cta, a_tiles, b_tiles, d_times); }, &span))
+      return 1;
     report(r.name, true, r.b, span);
   }
   return 0;

@@ -431,9 +431,9 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
 
 // 16-bit D, which the layer's stages use (gemm2's rows), is the float32 D rounded once to nearest
 // even: the same mainloop, and an epilogue that rounds each float32 accumulator (the TMA store's
-// LinearCombination with alpha 1, or the register epilogue). To the bit, on every tile, both 16-bit
-// types and both orders, at the row counts around each warpgroup's last rows, with a short last N tile
-// (520 = 2 x 256 + 8) and a short last k-block (264).
+// LinearCombination with alpha 1, beta 0). To the bit, on every tile, both 16-bit types and both
+// orders, at the row counts around each warpgroup's last rows, with a short last N tile
+// (520 = 2 x 256 + 8) and a short last k-block (264); the rows past the routed ones keep their poison.
 TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();

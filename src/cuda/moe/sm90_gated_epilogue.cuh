@@ -34,12 +34,8 @@
 
 namespace moekit::cuda::moe::sm90 {
 
-// Gated = false: the plain epilogue of gemm2 in the same form (experiment, MOEKIT_SM90_ROW_EPILOGUE):
-// the accumulator pairs rounded to 16 bits and written from registers, 16 bytes a store after the
-// quad transpose, with no shared memory, no TMA store and so no per-group store descriptor. The bits
-// are the TMA epilogue's (alpha = 1, beta = 0: one rounding of each float32 accumulator).
-template <class ElementD_, class StrideD_, bool Gated = true>
-class RegisterEpilogueArray {
+template <class ElementD_, class StrideD_>
+class GatedEpilogueArray {
  public:
   using EpilogueSchedule = cutlass::epilogue::PtrArrayNoSmemWarpSpecialized;
   using DispatchPolicy = EpilogueSchedule;
@@ -91,11 +87,10 @@ class RegisterEpilogueArray {
   }
   template <class ProblemShape>
   static bool can_implement(ProblemShape const&, Arguments const& args) {
-    return args.ptr_D != nullptr && args.dD != nullptr &&
-           (!Gated || activation_is_gated(static_cast<Activation>(args.activation)));
+    return args.ptr_D != nullptr && args.dD != nullptr && activation_is_gated(static_cast<Activation>(args.activation));
   }
 
-  CUTLASS_HOST_DEVICE explicit RegisterEpilogueArray(Params const& p) : params(p) {}
+  CUTLASS_HOST_DEVICE explicit GatedEpilogueArray(Params const& p) : params(p) {}
 
   CUTLASS_DEVICE bool is_source_needed() { return false; }
 
@@ -108,10 +103,6 @@ class RegisterEpilogueArray {
     // once per tile, and an instruction run once costs about 3 ns of fetch (docs/perf-notes.md step
     // 8 a): so the activation and the bias's type are chosen here, once, and each tile runs only the
     // compact body of its own case.
-    if constexpr (!Gated) {
-      plain_body(problem_shape_mnkl, blk_shape_mnk, blk_coord_mnkl, acc, tiled_mma, thread_idx);
-      return;
-    }
     const auto a = static_cast<Activation>(params.activation);
     const bool f32 = params.bias_type == Elem::kF32;
     if (a == Activation::kSwiGLU) {
@@ -247,77 +238,7 @@ class RegisterEpilogueArray {
     }
   }
 
-  // Gated = false: each pair of adjacent columns rounded to one 32-bit word; the quad transpose gives
-  // lane q the four words (eight outputs) of group 4h + q, one 16-byte store a row.
-  template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine, class FrgLayout,
-            class TiledMma>
-  CUTLASS_DEVICE void plain_body(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK blk_shape_mnk,
-                                 BlockCoordMNKL blk_coord_mnkl, cute::Tensor<FrgEngine, FrgLayout> const& acc,
-                                 TiledMma tiled_mma, int thread_idx) const {
-    using namespace cute;
-    static_assert(is_static<FrgLayout>::value, "the accumulator layout must be static");
-    static_assert(rank<0>(FrgLayout{}) == 3 && size<0, 0>(FrgLayout{}) == 2 && size<0, 1>(FrgLayout{}) == 2,
-                  "the register epilogue expects the SM90 wgmma F32 accumulator layout");
-    constexpr int G = size<0, 2>(FrgLayout{});
-    static_assert(G % 4 == 0, "the quad transpose takes four 8-column groups at a time");
-    constexpr int MmaM = size<1>(FrgLayout{});
-    constexpr int MmaN = size<2>(FrgLayout{});
-    auto at = [](int v0, int v1, int g, int mm, int nn) { return v0 + 2 * v1 + 4 * g + 4 * G * (mm + MmaM * nn); };
-
-    const int M = static_cast<int>(get<0>(problem_shape_mnkl));
-    const int N = static_cast<int>(get<1>(problem_shape_mnkl));
-    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord_mnkl;
-    const int group = static_cast<int>(l_coord);
-    ElementD* d = params.ptr_D[group];
-    const int64_t ldd = get<0>(params.dD[group]);
-
-    auto c_mn = local_tile(make_identity_tensor(make_shape(M, N)), take<0, 2>(blk_shape_mnk), make_coord(m_coord, n_coord));
-    auto tCcD = tiled_mma.get_thread_slice(thread_idx).partition_C(c_mn);
-    CUTE_STATIC_ASSERT_V(size(tCcD) == size(acc), "one coordinate per accumulator");
-
-    const int q = thread_idx & 3;
-    cutlass::NumericArrayConverter<ElementD, float, 2> to_pair;
-    CUTLASS_PRAGMA_UNROLL
-    for (int nn = 0; nn < MmaN; ++nn) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int h = 0; h < G / 4; ++h) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int mm = 0; mm < MmaM; ++mm) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int v1 = 0; v1 < 2; ++v1) {
-            uint32_t w[4];  // w[j]: this lane's two columns of group 4h + j
-            CUTLASS_PRAGMA_UNROLL
-            for (int j = 0; j < 4; ++j) {
-              cutlass::Array<float, 2> f;
-              f[0] = acc(at(0, v1, 4 * h + j, mm, nn));
-              f[1] = acc(at(1, v1, 4 * h + j, mm, nn));
-              const cutlass::Array<ElementD, 2> pair = to_pair(f);
-              w[j] = *reinterpret_cast<const uint32_t*>(&pair);
-            }
-            auto pick = [&](int i) { return i == 0 ? w[0] : i == 1 ? w[1] : i == 2 ? w[2] : w[3]; };
-            const uint32_t r1 = __shfl_xor_sync(0xffffffffu, pick(q ^ 1), 1);
-            const uint32_t r2 = __shfl_xor_sync(0xffffffffu, pick(q ^ 2), 2);
-            const uint32_t r3 = __shfl_xor_sync(0xffffffffu, pick(q ^ 3), 3);
-            const uint32_t own = pick(q);
-            auto from = [&](int p) {
-              const int r = p ^ q;
-              return r == 0 ? own : r == 1 ? r1 : r == 2 ? r2 : r3;
-            };
-            const uint4 out = make_uint4(from(0), from(1), from(2), from(3));
-            const auto c = tCcD(at(0, v1, 4 * h + q, mm, nn));
-            const int row = static_cast<int>(get<0>(c));
-            const int col0 = static_cast<int>(get<1>(c)) - 2 * q;  // the group's first column, a multiple of 8
-            if (row < M && col0 < N) *reinterpret_cast<uint4*>(d + row * ldd + col0) = out;
-          }
-        }
-      }
-    }
-  }
-
   Params params;
 };
-
-template <class ElementD, class StrideD>
-using GatedEpilogueArray = RegisterEpilogueArray<ElementD, StrideD, true>;
 
 }  // namespace moekit::cuda::moe::sm90

@@ -207,16 +207,10 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
-#ifndef MOEKIT_SM90_ROW_EPILOGUE
-#define MOEKIT_SM90_ROW_EPILOGUE 0
-#endif
-
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = PlainMainloop>
 struct Config {
   static constexpr bool kGated = Gated;
-  // The plain epilogue from registers (RegisterEpilogueArray, Gated = false) for 16-bit D.
-  static constexpr bool kRowPlain = !Gated && MOEKIT_SM90_ROW_EPILOGUE && sizeof(ElementD) == 2;
   using TileShape = typename Traits::TileShape;
   using ClusterShape = typename Traits::ClusterShape;
   using KernelSchedule = typename Traits::KernelSchedule;
@@ -236,9 +230,7 @@ struct Config {
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
-  using RowEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
-      RegisterEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>, false>>;
-  using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, std::conditional_t<kRowPlain, RowEpilogue, PlainEpilogue>>;
+  using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
 
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
@@ -338,8 +330,6 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
     args.epilogue.limit = gated ? gated->limit : 0.0f;
     args.epilogue.bias = gated ? gated->bias : nullptr;
     args.epilogue.bias_type = gated ? gated->bias_type : Elem::kF32;
-  } else if constexpr (Cfg::kRowPlain) {
-    // D = acc rounded: no scalars, no C.
   } else {
     auto& fusion = args.epilogue.thread;
     fusion.alpha = 1.0f;
