@@ -159,8 +159,10 @@ __global__ void __launch_bounds__(64) stream_kernel(const __grid_constant__ CUte
 // tile's TMA copy and the stage's expect-tx; `Threads` gather threads copy 16 bytes at a time to the
 // swizzled place (8 consecutive lanes cover one 128-byte row), reading each row's token index every
 // k-block (L1 hits after the first), and each thread's copies arrive on the stage's barrier when done
-// (cp.async.mbarrier.arrive.noinc); the last warp is the consumer.
-template <bool B, int Threads>
+// (cp.async.mbarrier.arrive.noinc); the last warp is the consumer. Table = true: the gather threads
+// copy the tile's 128 token indices into shared memory at the tile's first k-block and read them
+// there (ld.shared) instead of from global memory every k-block.
+template <bool B, int Threads, bool Table = false>
 __global__ void __launch_bounds__(Threads + 64) cp_async_kernel(const __grid_constant__ CUtensorMap b_box, const uint16_t* x,
                                                                 const int* idx, int tiles_per_cta, int a_tiles, int b_tiles,
                                                                 uint64_t* times) {
@@ -191,16 +193,24 @@ __global__ void __launch_bounds__(Threads + 64) cp_async_kernel(const __grid_con
         if (B) tma2d(smem + s * kStageBytes + kBytesA, &b_box, kb * kK, (t % b_tiles) * kRowsB, &full[s]);
       }
   } else if (tid < 32 + Threads) {
+    __shared__ int table[kRowsA];
     const int g = tid - 32, c = g % 8, r0 = g / 8;  // chunk column; rows r0 + (Threads / 8) j
     for (int it = 0; it < total; ++it) {
       const int s = it % kStages, kb = it % kKBlocks;
       const int t = (blockIdx.x + (it / kKBlocks) * gridDim.x) % a_tiles;
+      if (Table && kb == 0) {
+        // Every gather thread is done with the last tile's table before it is overwritten.
+        asm volatile("bar.sync 1, %0;\n" ::"n"(Threads) : "memory");
+        for (int i = g; i < kRowsA; i += Threads) table[i] = __ldg(idx + t * kRowsA + i);
+        asm volatile("bar.sync 1, %0;\n" ::"n"(Threads) : "memory");
+      }
       if (it >= kStages) wait_parity(&empty[s], ((it / kStages) + 1) & 1);
       uint8_t* sa_ = smem + s * kStageBytes;
 #pragma unroll 8
       for (int j = 0; j < kPerThread; ++j) {
         const int i = r0 + (Threads / 8) * j;
-        const uint16_t* src = x + static_cast<int64_t>(__ldg(idx + t * kRowsA + i)) * kH + kb * kK + c * 8;
+        const int token = Table ? table[i] : __ldg(idx + t * kRowsA + i);
+        const uint16_t* src = x + static_cast<int64_t>(token) * kH + kb * kK + c * 8;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa(sa_ + i * 128 + ((c ^ (i % 8)) * 16))), "l"(src)
                      : "memory");
       }
@@ -402,7 +412,14 @@ int main() {
                  {"A cp.async 32 thr, 16384 tokens", false, 16384, 32, cp_async_kernel<false, 32>},
                  {"A cp.async 32 thr, 2048 tokens (L2)", false, 2048, 32, cp_async_kernel<false, 32>},
                  {"A cp.async 32 thr 16384 + B", true, 16384, 32, cp_async_kernel<true, 32>},
-                 {"A cp.async 32 thr 2048 + B", true, 2048, 32, cp_async_kernel<true, 32>}};
+                 {"A cp.async 32 thr 2048 + B", true, 2048, 32, cp_async_kernel<true, 32>},
+                 {"A cp.async 64 thr, 16384 tokens", false, 16384, 64, cp_async_kernel<false, 64>},
+                 {"A cp.async 64 thr, 2048 tokens (L2)", false, 2048, 64, cp_async_kernel<false, 64>},
+                 {"A cp.async 32 thr table, 16384", false, 16384, 32, cp_async_kernel<false, 32, true>},
+                 {"A cp.async 32 thr table, 2048 (L2)", false, 2048, 32, cp_async_kernel<false, 32, true>},
+                 {"A cp.async 64 thr table, 16384", false, 16384, 64, cp_async_kernel<false, 64, true>},
+                 {"A cp.async 64 thr table, 2048 (L2)", false, 2048, 64, cp_async_kernel<false, 64, true>},
+                 {"A cp.async 64 thr table 2048 + B", true, 2048, 64, cp_async_kernel<true, 64, true>}};
   for (const auto& r : cp_runs) {
     CHECK(cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const int* idx = r.tokens == 2048 ? d_small : d_big;
