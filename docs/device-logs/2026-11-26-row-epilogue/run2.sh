@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # Call 2 ($1 = the commit): call 1 again without its tests, the base build configured with an empty
 # CMAKE_CUDA_FLAGS (call 1 left the row flag in the CMake cache, so its "base" was the row build too).
-# TMA-store epilogue's synchronization, and CUTLASS's ptr-array kernels also rebuild the store
-# descriptor whenever a CTA's next tile is another expert's (every tile at Qwen3's 128 experts). Two
-# builds of one commit: the TMA-store epilogue for gemm2 (base) and the register epilogue (row,
-# -DMOEKIT_SM90_ROW_EPILOGUE=1: 16-byte stores from registers after a quad transpose, no shared
-# memory, no descriptor). On row: test_sm90_gemm (the new 16-bit-equals-rounded-float32 test) and
-# test_moe_cuda; registers. Then both binaries in turns, each stage timed, at the prefill and middle
-# points of every preset.
+# Two builds of one commit: the TMA-store epilogue for gemm2 (base) and the register epilogue (row,
+# -DMOEKIT_SM90_ROW_EPILOGUE=1); then both binaries in turns, each stage timed, at the prefill and
+# middle points of every preset. (Comment tidied after the run; the commands are as run.)
 set -uo pipefail
 COMMIT=$1
 START=$SECONDS
