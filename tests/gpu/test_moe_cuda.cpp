@@ -195,55 +195,6 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   }
 }
 
-// The expand in gemm1's A load (knob gemm1.gather, sm90_gather_mainloop.cuh): on the 128 x 256 tile
-// with the gated epilogue, gemm1 reads the routed rows from the hidden states through the row map
-// and the expand stage writes nothing; with the activation unfused, gemm1 expands the rows itself
-// first. Either way the layer must be the same to the bit as with the expand, for every input format
-// and at odd token counts (the last M tile's rows past an expert's count, the short last k-block of
-// H = 264).
-TEST(MoeCuda, GatheredGemm1RowsGiveTheSameLayer) {
-  MOEKIT_REQUIRE_GPU();
-  if (!hopper()) GTEST_SKIP() << "the gather runs in the sm_90a kernel (a Hopper GPU)";
-  std::vector<Case> cases;
-  for (int64_t T : {1, 3, 77, 300}) cases.push_back({"swiglu E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
-  cases.push_back({"swiglu biases E8 K2 T1000", base_problem(8, 2, kH, kI), 1000, true});
-  cases.push_back(gpt_oss_case(16, 4, kH, kI, 77));
-  Case f16{"swiglu f16 E8 K2 T77", base_problem(8, 2, kH, kI), 77};
-  f16.problem.activation_dtype = DType::kF16;
-  cases.push_back(f16);
-  Case masked{"masked swiglu E8 max_m 9", base_problem(8, 1, kH, kI), 9};
-  masked.problem.input_format = InputFormat::kMasked;
-  cases.push_back(masked);
-  Case indexed{"indexed swiglu E8 T77", base_problem(8, 2, kH, kI), 77};
-  indexed.problem.input_format = InputFormat::kIndexed;
-  cases.push_back(indexed);
-  Case no_combine{"swiglu no_combine E64 K8 T77", base_problem(64, 8, kH, kI), 77};
-  no_combine.problem.no_combine = true;
-  cases.push_back(no_combine);
-  Case unfused{"swiglu E64 K8 T77, activation unfused", base_problem(64, 8, kH, kI), 77};
-  unfused.fusions.gemm1_activation = Switch::kOff;
-  cases.push_back(unfused);
-  uint64_t seed = 700;
-  for (Case c : cases) {
-    c.problem.gate_up_layout = GateUpLayout::kInterleaved;
-    c.fusions.whole_layer = Switch::kOff;
-    ++seed;
-    Outcome off, on;
-    for (const char* gather : {"off", "on"}) {
-      Case g = c;
-      g.name = c.name + ", gemm1.gather=" + gather;
-      g.choice.knobs = {{"gemm1.tile", "sm90_m128n256k64_c1x1"}, {"gemm1.gather", gather}};
-      (std::string(gather) == "on" ? on : off) = run_case(g, seed);
-      const Outcome& o = std::string(gather) == "on" ? on : off;
-      EXPECT_EQ(o.errors.non_finite, 0) << g.name;
-      EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << g.name;
-    }
-    ASSERT_EQ(off.out.size(), on.out.size()) << c.name;
-    EXPECT_EQ(std::memcmp(off.out.data(), on.out.data(), off.out.size() * sizeof(double)), 0)
-        << c.name << ": the gathered rows changed the layer's bits";
-  }
-}
-
 TEST(MoeCuda, StreamTilesAtEveryKSplit) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "K splits need thread-block clusters of the sm_90a kernels (a compute capability 9.0 GPU)";

@@ -322,10 +322,6 @@ struct GatedCase {
   bool bias;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
-  // 0: random A rows; 1: A's rows copied from a smaller hidden-state matrix by a random row map (the
-  // expand's output); 2: the same rows, read by the kernel from the hidden states through the row
-  // map (Sm90GemmArgs::gather_rows).
-  int gather = 0;
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
@@ -336,20 +332,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
   const int64_t max_rows = c.rows + 5, inter = c.n / 2;
-  // With a row map: tokens = rows / 3 + 1 hidden rows, each routed row a random one of them (so rows
-  // repeat, as top-k routing repeats each token K times).
-  const int64_t tokens = c.gather ? c.rows / 3 + 1 : 0;
-  std::vector<uint16_t> hidden = c.gather ? random_codes(static_cast<size_t>(tokens * c.k), c.type, rng) : std::vector<uint16_t>{};
-  std::vector<int64_t> row_map(c.gather ? static_cast<size_t>(max_rows) : 0);
-  for (auto& r : row_map) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(tokens));
-  std::vector<uint16_t> a;
-  if (c.gather) {
-    a.resize(static_cast<size_t>(max_rows * c.k));
-    for (int64_t r = 0; r < max_rows; ++r)
-      std::copy_n(hidden.begin() + row_map[r] * c.k, c.k, a.begin() + r * c.k);
-  } else {
-    a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
-  }
+  const auto a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
   const auto b = random_codes(static_cast<size_t>(c.experts * c.n * c.k), c.type, rng);
   // A float32 bias of a few units, so that the clamp (limit 7) and the gate's negative side both bite.
   std::vector<float> bias(c.bias ? static_cast<size_t>(c.experts * c.n) : 0);
@@ -372,12 +355,10 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
 
   const int sms = sm_count();
   const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
-  const std::vector<uint16_t>& a_in = c.gather == 2 ? hidden : a;  // what the kernel reads as A
-  DeviceBytes da(a_in.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * inter) * 2),
-      doff(off.size() * 8), dbias(bias.size() * 4), dmap(row_map.size() * 8), scratch(scratch_bytes);
-  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p && (!c.bias || dbias.p) && (c.gather == 0 || dmap.p));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a_in.data(), da.bytes(), cudaMemcpyHostToDevice));
-  if (c.gather) MOEKIT_ASSERT_CUDA(cudaMemcpy(dmap.p, row_map.data(), dmap.bytes(), cudaMemcpyHostToDevice));
+  DeviceBytes da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * inter) * 2),
+      doff(off.size() * 8), dbias(bias.size() * 4), scratch(scratch_bytes);
+  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p && (!c.bias || dbias.p));
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
   if (c.bias) MOEKIT_ASSERT_CUDA(cudaMemcpy(dbias.p, bias.data(), dbias.bytes(), cudaMemcpyHostToDevice));
@@ -392,10 +373,6 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.bias = c.bias ? dbias.p : nullptr;
   args.bias_type = Elem::kF32;
   args.tile_order = c.order;
-  if (c.gather == 2) {
-    args.max_rows = max_rows;  // rows of the row map and of D; A has `tokens` rows
-    args.gather_rows = reinterpret_cast<const int64_t*>(dmap.p);
-  }
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -569,60 +546,6 @@ TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
 
 // One capture, replayed twice: the second replay after the expert offsets changed on the device (the
 // per-group shapes are read on the device, so the same graph serves any routing).
-// The expand in A's load (Sm90GemmArgs::gather_rows): gemm1 with the gated epilogue reading its rows
-// from the hidden states through a row map must give, to the bit, what it gives on the expanded rows:
-// the row counts around each warpgroup's last rows (the last M tile's rows past a group's count are
-// zero-filled), K = 264 (a last k-block of one 16-byte chunk), N = 520, both orders, bf16 and f16,
-// SwiGLU with biases and GPT-OSS's clamped form; and random groups at a larger shape.
-TEST(Sm90GroupedGemm, GatheredRowsGiveTheExpandedRowsBits) {
-  MOEKIT_REQUIRE_SM90();
-  const auto counts = counts_around_warpgroup_rows();
-  int64_t rows = 0;
-  for (int64_t c : counts) rows += c;
-  const int experts = static_cast<int>(counts.size());
-  std::vector<GatedCase> cases;
-  for (Elem type : {Elem::kBF16, Elem::kF16})
-    for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed})
-      cases.push_back({type, experts, rows, 520, 264, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, counts, order});
-  cases.push_back({Elem::kBF16, experts, rows, 520, 264, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, counts});
-  cases.push_back({Elem::kBF16, 8, 1000, 2880, 1408, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, false});
-  for (GatedCase c : cases) {
-    std::vector<uint16_t> expanded, gathered;
-    c.gather = 1;
-    run_gated_case(c, &expanded);
-    c.gather = 2;
-    run_gated_case(c, &gathered);
-    EXPECT_EQ(expanded, gathered) << (c.type == Elem::kBF16 ? "bf16" : "f16") << order_label(c.order) << " "
-                                  << activation_name(c.act) << " N=" << c.n << " K=" << c.k;
-  }
-}
-
-// gather_rows runs only where it is built: the gated epilogue on the 128 x 256 tile without a cluster.
-TEST(Sm90GroupedGemm, GatherRejectsOtherTilesAndThePlainEpilogue) {
-  MOEKIT_REQUIRE_SM90();
-  const int64_t row_map[1] = {0};
-  Sm90GemmArgs args;
-  args.experts = 1;
-  args.n = 256;
-  args.k = 64;
-  args.max_rows = 1;
-  args.sm_count = sm_count();
-  args.type = Elem::kBF16;
-  args.d_type = Elem::kBF16;
-  args.expert_offsets = row_map;  // never read: the launch is refused first
-  args.scratch = reinterpret_cast<void*>(uintptr_t{256});
-  args.gather_rows = row_map;
-  args.gated_activation = -1;
-  Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-  EXPECT_NE(st.message().find("gather_rows"), std::string::npos) << st.to_string();
-  args.gated_activation = static_cast<int>(Activation::kSwiGLU);
-  args.tile = Sm90Tile::kM64N128C1x1;
-  st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-  EXPECT_NE(st.message().find("tile="), std::string::npos) << st.to_string();
-}
-
 TEST(Sm90GroupedGemm, GraphCaptureAndReplay) {
   MOEKIT_REQUIRE_SM90();
   const Elem type = Elem::kBF16;

@@ -270,10 +270,7 @@ Status build_maps_stage(const StageContext& c) {
 }
 
 // ---- expand ----------------------------------------------------------------------------------------
-bool gemm1_gathers(const StageContext& c);
-
-// The routed rows into gemm1_in (the expand kernels).
-Status expand_rows(const StageContext& c) {
+Status expand_stage(const StageContext& c) {
   ExpandArgs a;
   a.hidden = c.inputs.hidden.data();
   a.out = c.buffers.gemm1_in.data();
@@ -300,9 +297,6 @@ Status expand_rows(const StageContext& c) {
   }
   return launch_expand(a, stream_of(c));
 }
-
-// Nothing to write when gemm1 reads the routed rows from the hidden states itself (gemm1_gathers).
-Status expand_stage(const StageContext& c) { return gemm1_gathers(c) ? Status::Ok() : expand_rows(c); }
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
 // ---- knobs -----------------------------------------------------------------------------------------
@@ -459,8 +453,6 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
     // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23-25).
     if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage});
-    // The expand in gemm1's A load (gemm1_gathers): "on" takes it where it applies.
-    if (sm90 && first) knobs.push_back({"gemm1.gather", {"off", "on"}, "off", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -533,10 +525,6 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
   a.tile_order = sm90_tile_order(knob_value(c, first ? "gemm1.order" : "gemm2.order", "auto"));
-  if (first && gated && gemm1_gathers(c)) {  // A: the hidden states, row by row through the row map
-    a.a = c.inputs.hidden.data();
-    a.gather_rows = ptr<const int64_t>(c.buffers.row_source);
-  }
   if (gated) {
     a.gated_activation = g.activation;
     a.alpha = g.alpha;
@@ -610,28 +598,7 @@ ExpertBias sm90_bias(const StageContext& c, bool first) {
   return b;
 }
 
-// Whether gemm1 reads its routed rows straight from the hidden states, through the row map, instead
-// of from the rows the expand writes (sm90_gather_mainloop.cuh): the gemm1.gather knob on, gemm1 on
-// the sm_90a 128 x 256 tile without a cluster with its gated epilogue (W13 interleaved; the only
-// configuration built with the gather), and rows the expand would copy unchanged (no router weight
-// on the input). The expand stage then writes nothing, and a gemm1 step that cannot gather (the
-// unfused gemm1) expands the rows itself first.
-bool gemm1_gathers(const StageContext& c) {
-#if MOEKIT_HAS_SM90_GEMM
-  const auto& p = c.problem;
-  return knob_value(c, "gemm1.gather", "off") == "on" && tile_for(c, true) == GemmTile::kSm90M128N256C1x1 &&
-         !p.apply_router_weight_on_input && activation_is_gated(p.activation.kind) &&
-         p.gate_up_layout == GateUpLayout::kInterleaved;
-#else
-  (void)c;
-  return false;
-#endif
-}
-
-Status gemm1_stage(const StageContext& c) {
-  if (gemm1_gathers(c)) MOEKIT_RETURN_IF_ERROR(expand_rows(c));  // the expand stage left it to gemm1
-  return gemm_rows_stage(c, true);
-}
+Status gemm1_stage(const StageContext& c) { return gemm_rows_stage(c, true); }
 Status gemm2_stage(const StageContext& c) { return gemm_rows_stage(c, false); }
 
 Status activation_stage(const StageContext& c);

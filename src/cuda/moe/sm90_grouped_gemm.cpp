@@ -82,13 +82,6 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
     if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
       return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
   }
-  if (a.gather_rows != nullptr) {
-    if (a.gated_activation < 0 || a.tile != Sm90Tile::kM128N256C1x1)
-      return Status::Unsupported("sm90 grouped GEMM: gather_rows (the expand in A's load) runs only with the gated "
-                                 "epilogue on sm90_m128n256k64_c1x1 (tile=" + std::to_string(static_cast<int>(a.tile)) +
-                                 ", gated_activation=" + std::to_string(a.gated_activation) + ")");
-    return sm90::launch_gather_gated_tile<Sm90Tile::kM128N256C1x1>(a, stream);
-  }
   Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
   if (a.gated_activation >= 0)
     with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(a, stream); });

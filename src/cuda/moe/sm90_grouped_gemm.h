@@ -79,11 +79,6 @@ struct Sm90GemmArgs {
   float alpha = 1.0f, limit = 0.0f;  // kSwiGLUClamped's
   const void* bias = nullptr;
   Elem bias_type = Elem::kF32;
-  // The expand fused into A's load (gemm1 with the gated epilogue, tile kM128N256C1x1 only): when
-  // set, `a` is the hidden states (rows of k elements) and routed row r of group e's rows is hidden
-  // row gather_rows[r], r counted from expert_offsets[0] (the stage maps' row_source), so no expanded
-  // copy of the rows is read. gather_rows has max_rows entries; each must be a row of `a`.
-  const int64_t* gather_rows = nullptr;
   void* scratch = nullptr;    // sm90_gemm_scratch_bytes(...) bytes, 256-byte aligned, device memory
   size_t scratch_bytes = 0;
   int sm_count = 0;           // the device's multiprocessor count (the persistent grid's size)

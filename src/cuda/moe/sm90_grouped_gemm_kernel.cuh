@@ -43,7 +43,6 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
-#include "cuda/moe/sm90_gather_mainloop.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
@@ -240,8 +239,6 @@ struct Config {
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
   using CollectiveMainloop = Mainloop<BuiltMainloop>;
-  // A gathered from the hidden states through the row map (sm90_gather_mainloop.cuh).
-  static constexpr bool kGather = std::is_same_v<CollectiveMainloop, GatherAMainloop<BuiltMainloop>>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
@@ -283,7 +280,7 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                    typename Cfg::StrideD* stride_d, unsigned long long order, bool gather) {
+                                    typename Cfg::StrideD* stride_d, unsigned long long order) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e == 0) {
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
@@ -295,7 +292,7 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
   const int64_t begin = min(max(offsets[e], int64_t{0}), max_rows);
   const int64_t end = min(max(offsets[e + 1], begin), max_rows);
   shapes[e] = UnderlyingShape{static_cast<int>(end - begin), n, k};
-  ptr_a[e] = gather ? a : a + begin * k;  // gathered: A is the hidden states, rows by the row map
+  ptr_a[e] = a + begin * k;
   ptr_b[e] = b + static_cast<int64_t>(e) * n * k;
   ptr_d[e] = d + begin * n_out;
   typename Cfg::StrideA sa{};
@@ -327,12 +324,6 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
   args.mainloop.dB = static_cast<typename Cfg::StrideB*>(stride_b);
-  if constexpr (Cfg::kGather) {
-    args.mainloop.hidden = gated ? static_cast<const ElementAB*>(gated->a) : nullptr;
-    args.mainloop.row_source = gated ? gated->gather_rows : nullptr;
-    args.mainloop.expert_offsets = gated ? gated->expert_offsets : nullptr;
-    args.mainloop.max_rows = gated ? gated->max_rows : 0;
-  }
   if constexpr (Cfg::kGated) {
     args.epilogue.activation = gated ? gated->gated_activation : 0;
     args.epilogue.alpha = gated ? gated->alpha : 1.0f;
@@ -413,7 +404,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
       static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
       static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
       static_cast<typename Cfg::StrideD*>(stride_d),
-      claimed_order_word<Cfg>(a.tile_order), Cfg::kGather);
+      claimed_order_word<Cfg>(a.tile_order));
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
@@ -456,19 +447,6 @@ Status launch_gated_tile(const Sm90GemmArgs& a, void* stream) {
     return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true>(a, stream);
   if (a.type == Elem::kF16 && a.d_type == Elem::kF16) return launch_typed<cutlass::half_t, cutlass::half_t, Traits, true>(a, stream);
   return Status::Unsupported(std::string("sm90 grouped GEMM, gated epilogue: output type ") + elem_name(a.d_type) + " for " +
-                             elem_name(a.type) + " inputs (the gated epilogue writes the input type)");
-}
-
-// The gated epilogue with A gathered from the hidden states (a.gather_rows): 16-bit D of the input
-// type, as launch_gated_tile.
-template <Sm90Tile T>
-Status launch_gather_gated_tile(const Sm90GemmArgs& a, void* stream) {
-  using Traits = TileTraits<T>;
-  if (a.type == Elem::kBF16 && a.d_type == Elem::kBF16)
-    return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true, GatherAMainloop>(a, stream);
-  if (a.type == Elem::kF16 && a.d_type == Elem::kF16)
-    return launch_typed<cutlass::half_t, cutlass::half_t, Traits, true, GatherAMainloop>(a, stream);
-  return Status::Unsupported(std::string("sm90 grouped GEMM, gathered A: output type ") + elem_name(a.d_type) + " for " +
                              elem_name(a.type) + " inputs (the gated epilogue writes the input type)");
 }
 

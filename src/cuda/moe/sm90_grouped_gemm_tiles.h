@@ -17,10 +17,6 @@ Status launch_tile(const Sm90GemmArgs& a, void* stream);
 template <Sm90Tile T>
 Status launch_gated_tile(const Sm90GemmArgs& a, void* stream);
 
-// The gated epilogue with A gathered from the hidden states through a.gather_rows (kM128N256C1x1 only).
-template <Sm90Tile T>
-Status launch_gather_gated_tile(const Sm90GemmArgs& a, void* stream);
-
 // The scratch tile T needs for `experts` groups on `sm_count` SMs.
 template <Sm90Tile T>
 size_t tile_scratch_bytes(int experts, int sm_count);

@@ -1,6 +1,5 @@
 // One Sm90Tile's CUTLASS kernels (bf16 and f16 in; float32 or the input type out), or with
-// MOEKIT_SM90_GATED=1 the same tile with the gated-activation epilogue, or with MOEKIT_SM90_GATHER=1
-// that with A gathered from the hidden states (sm90_gather_mainloop.cuh). CMake compiles this file twice
+// MOEKIT_SM90_GATED=1 the same tile with the gated-activation epilogue. CMake compiles this file twice
 // per tile, with MOEKIT_SM90_TILE naming the Sm90Tile enumerator (src/CMakeLists.txt,
 // MOEKIT_SM90_TILES), so that the tiles and epilogues build in parallel.
 #include "cuda/moe/sm90_grouped_gemm_kernel.cuh"
@@ -11,9 +10,7 @@
 
 namespace moekit::cuda::moe::sm90 {
 
-#if MOEKIT_SM90_GATHER
-template Status launch_gather_gated_tile<Sm90Tile::MOEKIT_SM90_TILE>(const Sm90GemmArgs& a, void* stream);
-#elif MOEKIT_SM90_GATED
+#if MOEKIT_SM90_GATED
 template Status launch_gated_tile<Sm90Tile::MOEKIT_SM90_TILE>(const Sm90GemmArgs& a, void* stream);
 #else
 template Status launch_tile<Sm90Tile::MOEKIT_SM90_TILE>(const Sm90GemmArgs& a, void* stream);
