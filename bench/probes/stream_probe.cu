@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "probe_check.h"
+#include "probe_mbarrier.h"
 
 constexpr int kRows = 64, kChunk = 256, kStages = 5, kThreads = 128;
 constexpr int kPitch = kChunk + 16;                  // padded row, as the stream kernel's
@@ -34,28 +35,10 @@ enum Mode { kCpAsyncRows, kCpAsyncLinear, kCpAsyncEvictFirst, kBulkRows, kBulk2K
 const char* kNames[] = {"cp.async rows", "cp.async linear", "cp.async evict1st", "bulk rows", "bulk 2KB", "bulk linear"};
 __host__ __device__ constexpr bool is_cp_async(int m) { return m <= kCpAsyncEvictFirst; }
 
-__device__ __forceinline__ uint64_t now() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
 __device__ __forceinline__ void bulk(void* dst, const void* src, int bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(sa(dst)), "l"(src), "r"(bytes),
                "r"(sa(bar))
                : "memory");
-}
-__device__ __forceinline__ void expect(uint64_t* bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(sa(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n LAB_WAIT:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra LAB_WAIT;\n}\n" ::"r"(sa(bar)),
-      "r"(parity)
-      : "memory");
 }
 
 template <int M>

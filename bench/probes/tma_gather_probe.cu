@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "probe_check.h"
+#include "probe_mbarrier.h"
 
 constexpr int kK = 64;                     // bf16 columns a k-block: 128 bytes a row
 constexpr int kRowsA = 128, kRowsB = 256;  // gemm1's 128 x 256 tile
@@ -36,29 +37,6 @@ constexpr int kStages = 4;
 constexpr int kH = 2048;                   // Qwen3-30B-A3B's hidden size: gemm1's K
 constexpr int kKBlocks = kH / kK;
 
-__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ uint64_t now() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ void init_bar(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(sa(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void expect(uint64_t* bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(sa(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(sa(bar)) : "memory");
-}
-__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n LAB_WAIT:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra LAB_WAIT;\n}\n" ::"r"(sa(bar)),
-      "r"(parity)
-      : "memory");
-}
 // One 2-D TMA copy: the box at column x, row y of `map` into dst, completing on bar.
 __device__ __forceinline__ void tma2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
   asm volatile(

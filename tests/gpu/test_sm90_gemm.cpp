@@ -410,6 +410,12 @@ TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
 // full, half-empty and empty last tiles. 48 experts make about a dozen work tiles a CTA. Written for
 // a mainloop whose empty warpgroups skipped their MMAs (docs/perf-notes.md step 22, reverted: slower);
 // kept, since partial last tiles are where any such change would go wrong.
+int64_t total_of(const std::vector<int64_t>& counts) {
+  int64_t rows = 0;
+  for (int64_t c : counts) rows += c;
+  return rows;
+}
+
 std::vector<int64_t> counts_around_warpgroup_rows() {
   const int64_t pattern[] = {1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 0, 255, 257, 320, 64, 2};
   std::vector<int64_t> counts;
@@ -420,8 +426,7 @@ std::vector<int64_t> counts_around_warpgroup_rows() {
 TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
-  int64_t rows = 0;
-  for (int64_t c : counts) rows += c;
+  const int64_t rows = total_of(counts);
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     // N = 520: two 256-wide tiles and a short one; K = 264: four k-tiles of 64 and a short one.
     run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
@@ -437,8 +442,7 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
 TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
-  int64_t rows = 0;
-  for (int64_t c : counts) rows += c;
+  const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
   for (Sm90Tile tile : cuda::moe::kSm90TileList)
     for (Elem type : {Elem::kBF16, Elem::kF16})
@@ -468,8 +472,7 @@ TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
 TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
-  int64_t rows = 0;
-  for (int64_t c : counts) rows += c;
+  const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     std::vector<float> fixed, claimed;
