@@ -246,9 +246,7 @@ std::map<std::string, std::string> best_per_knob(const std::vector<KnobSpec>& sp
       // Only the heuristic and the candidates that vary this knob alone.
       const bool varies_this = m.choice.knobs.empty() || (m.choice.knobs.size() == 1 && m.choice.knobs.count(k.name));
       if (!varies_this) continue;
-      // Fusions and layer knobs (one stage's cost for another's gain) by the whole layer.
-      const bool whole = k.name.starts_with("fusion.") || k.name.starts_with("layer.");
-      const double us = whole ? m.result.median_us : stage_time(m.result, k.stage);
+      const double us = k.name.starts_with("fusion.") ? m.result.median_us : stage_time(m.result, k.stage);
       const std::string v = value_of(m.choice, k);
       if (best_us < 0 || us < best_us || (us == best_us && v == k.heuristic)) {
         best_us = us;

@@ -78,7 +78,6 @@ struct Outcome {
   std::vector<double> out;
   Errors errors;
   std::string steps;  // the plan's steps that ran, e.g. "cuda.decode_layer"
-  std::string knobs;  // the plan's knob settings, e.g. "gemm1.tile=sm90_m64n128k128_c1x1 layer.prefetch=8"
 };
 // Runs the case on the GPU and returns the output (also checks routing outputs against the CPU).
 Outcome run_case(const Case& c, uint64_t seed);

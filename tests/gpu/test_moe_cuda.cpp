@@ -245,33 +245,6 @@ TEST(MoeCuda, DeterministicModeIsBitwiseStable) {
   }
 }
 
-// The routing kernels' L2 prefetch of W13 (layer.prefetch) moves no bits: the same layer to the bit
-// as without it, and within tolerance of the oracle, through each routing kernel: routing + maps in
-// one CTA with one warp's maps (E8 K2 T9: 18 routed rows) and with the block's (E64 K8 T20: 160),
-// and the routing grid (T = 77, 600; the grid grows past the tokens' CTAs to spread the prefetch).
-// 48 MB is past these layers' W13, so the prefetch is clamped to the tensor's end.
-TEST(MoeCuda, L2PrefetchLeavesTheLayerUnchanged) {
-  MOEKIT_REQUIRE_GPU();
-  if (!hopper()) GTEST_SKIP() << "the bulk L2 prefetch (cp.async.bulk.prefetch.L2) needs a compute capability 9.0 GPU";
-  std::vector<Case> cases = {{"prefetch E8 K2 T9", base_problem(8, 2, kH, kI), 9}};
-  for (int64_t T : {20, 77, 600}) cases.push_back({"prefetch E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
-  uint64_t seed = 90;
-  for (Case c : cases) {
-    c.fusions.whole_layer = Switch::kOff;
-    const Outcome off = run_case(c, ++seed);
-    for (const char* mb : {"8", "48"}) {
-      Case on = c;
-      on.name += std::string(", layer.prefetch=") + mb;
-      on.choice.knobs = {{"layer.prefetch", mb}};
-      const Outcome got = run_case(on, seed);
-      EXPECT_NE(got.knobs.find(std::string("layer.prefetch=") + mb), std::string::npos) << on.name << ": " << got.knobs;
-      ASSERT_EQ(got.out.size(), off.out.size()) << on.name;
-      EXPECT_EQ(std::memcmp(got.out.data(), off.out.data(), off.out.size() * sizeof(double)), 0) << on.name;
-      EXPECT_LE(got.errors.gpu, 2 * got.errors.naive + 1e-6) << on.name;
-    }
-  }
-}
-
 // ---- a CUDA graph of the whole layer, replayed with new routing ----------------------------------
 TEST(MoeCuda, GraphReplaysWithNewRouting) {
   MOEKIT_REQUIRE_GPU();

@@ -80,19 +80,9 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
     EXPECT_EQ(order->values, (std::vector<std::string>{"auto", "fixed", "claimed"})) << name;
     EXPECT_EQ(order->heuristic, "auto") << name;
   }
-  // With the sm_90a kernels and the routing on the device: the routing kernel's L2 prefetch of W13's
-  // first MB (cp.async.bulk.prefetch.L2, sm_90); at T = 1 the one-token kernel runs, which has none.
-  const KnobSpec* prefetch = find(gpu_space, "layer.prefetch");
-  if (sm90_build) {
-    ASSERT_NE(prefetch, nullptr);
-    EXPECT_EQ(prefetch->values, (std::vector<std::string>{"0", "8", "16", "24", "32", "48"}));
-    EXPECT_EQ(find(knob_space({p, 1, {}}, *DeviceTarget::named("sm90")), "layer.prefetch"), nullptr);
-  } else {
-    EXPECT_EQ(prefetch, nullptr);
-  }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
-                k.name.ends_with(".order") || k.name == "layer.prefetch")
+                k.name.ends_with(".order"))
         << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no
@@ -101,7 +91,6 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   for (const auto& k : sm80_space) {
     EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
     EXPECT_FALSE(k.name.ends_with(".order")) << k.name;  // the sm_90a kernels' knob
-    EXPECT_NE(k.name, "layer.prefetch");                   // no bulk prefetch before sm_90
   }
   const KnobSpec* decode = find(sm80_space, "decode.split");
   ASSERT_NE(decode, nullptr);

@@ -21,7 +21,6 @@
 
 #include <string>
 
-#include "cuda/moe/l2_prefetch.cuh"
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/pdl.cuh"
@@ -113,7 +112,6 @@ __global__ void __launch_bounds__(32) warp_maps_kernel(TopkMapsArgs a) {
 
 // Routing by up to kSmallRouteMaxWarps warps (tokens round robin), then warp 0 builds the maps.
 __global__ void __launch_bounds__(32 * kSmallRouteMaxWarps) route_warp_maps_kernel(RouteArgs r, TopkMapsArgs a, int route_warps, size_t per_warp) {
-  if (threadIdx.x / 32 == 0) l2_prefetch_share(r.prefetch, r.prefetch_bytes, 0, 1, static_cast<int>(threadIdx.x));  // before the wait: see routing.cu
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int sorted_expert[kWarpMapsMaxRows];
@@ -196,7 +194,6 @@ __global__ void __launch_bounds__(kMapsThreads) single_cta_maps_kernel(TopkMapsA
 // scratch and the maps' shared memory overlap: the barrier separates them.
 __global__ void __launch_bounds__(kMapsThreads) route_maps_kernel(RouteArgs r, TopkMapsArgs a, int flat_bits, int end_bit, int route_warps,
                                                                   size_t per_warp) {
-  if (threadIdx.x / 32 == kMapsThreads / 32 - 1) l2_prefetch_share(r.prefetch, r.prefetch_bytes, 0, 1, static_cast<int>(threadIdx.x % 32));
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;

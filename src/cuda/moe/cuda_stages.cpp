@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <string>
 #include <vector>
@@ -186,14 +185,6 @@ Result<Scratch> carve(const StageContext& c) {
 // The expert groups the routing selects over: DeepSeek-V3's n_group, one group for every other method.
 int routing_groups(const MoeProblem& p) { return p.routing.method == RoutingMethod::kDeepSeekV3 ? p.routing.n_group : 1; }
 
-// The layer.prefetch knob: MB of W13 that the routing kernel asks the L2 for (l2_prefetch.cuh).
-int64_t prefetch_megabytes(const StageContext& c) {
-  const std::string_view v = knob_value(c, "layer.prefetch", "0");
-  int64_t mb = 0;
-  const auto [end, err] = std::from_chars(v.data(), v.data() + v.size(), mb);
-  return err == std::errc{} && end == v.data() + v.size() && mb > 0 ? mb : 0;
-}
-
 RouteArgs route_args(const StageContext& c) {
   const auto& p = c.problem;
   RouteArgs a;
@@ -212,8 +203,6 @@ RouteArgs route_args(const StageContext& c) {
   a.topk_weights = ptr<float>(c.buffers.topk_weights);
   a.copy_ids = ptr<int32_t>(c.outputs.topk_ids);
   a.copy_weights = ptr<float>(c.outputs.topk_weights);
-  a.prefetch_bytes = std::min(prefetch_megabytes(c) << 20, c.weights.w13.storage_bytes());
-  if (a.prefetch_bytes > 0) a.prefetch = c.weights.w13.data();
   return a;
 }
 
@@ -318,7 +307,6 @@ constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M
                                    GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N128C1x1};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
-constexpr const char* kPrefetchMegabytes[] = {"0", "8", "16", "24", "32", "48"};
 
 // gemm1 (W13: N = gate/up rows, K = H) or gemm2 (W2: N = H, K = I).
 int64_t gemm_n(const MoeProblem& p, bool first) { return first ? p.gemm1_rows() : p.hidden; }
@@ -469,12 +457,6 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
-  // The L2 prefetch of W13's first MB by the stages' routing kernel (l2_prefetch.cuh), where the
-  // routing runs on the device and the bulk prefetch exists. A layer knob: what it saves shows in
-  // gemm1, what it costs in the routing, so the tuner compares whole layers.
-  if (sm90_gemm_available(device.compute_capability) && p.input_format == InputFormat::kStandard && decode_token_declines(q) &&
-      decode_tokens_declines(q))
-    knobs.push_back({"layer.prefetch", {std::begin(kPrefetchMegabytes), std::end(kPrefetchMegabytes)}, "0", Stage::kRoute});
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;

@@ -31,10 +31,6 @@ struct RouteArgs {
   float* topk_weights = nullptr;    // [T, K]
   int32_t* copy_ids = nullptr;      // optional second destination (MoeOutputs::topk_ids)
   float* copy_weights = nullptr;    // optional (MoeOutputs::topk_weights)
-  // The first weight bytes gemm1 reads, which the routing kernel asks the L2 for at its start
-  // (l2_prefetch.cuh; the layer.prefetch knob): 16-byte aligned, 0 bytes for none.
-  const void* prefetch = nullptr;
-  int64_t prefetch_bytes = 0;
 };
 // Shared memory one warp needs to route one token (scores, flags, group scores), bytes.
 size_t route_warp_smem_bytes(int experts, int n_group);

@@ -3,7 +3,6 @@
 
 #include <string>
 
-#include "cuda/moe/l2_prefetch.cuh"
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/pdl.cuh"
@@ -14,17 +13,11 @@ namespace {
 
 constexpr int kMaxRouteWarps = 4;
 constexpr size_t kDefaultSmem = 48 * 1024;
-// The routing grid grows to spread the L2 prefetch: at most this many CTAs, each asking for about
-// kRoutePrefetchPerCta bytes.
-constexpr int64_t kRoutePrefetchMaxCtas = 64;
-constexpr int64_t kRoutePrefetchPerCta = 512 * 1024;
 
 __global__ void route_kernel(RouteArgs a, int warps, size_t per_warp) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  // Before the wait: no kernel of the layer writes the weights.
-  if (warp == warps - 1) l2_prefetch_share(a.prefetch, a.prefetch_bytes, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), lane);
   pdl_enter();
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp;
   if (t >= a.tokens) return;
   route_token_warp(a, t, smem + warp * per_warp, lane);
@@ -50,9 +43,7 @@ Status launch_route(const RouteArgs& a, void* stream) {
   const int warps = per_warp > kDefaultSmem ? 1 : static_cast<int>(std::min<size_t>(kMaxRouteWarps, kDefaultSmem / per_warp));
   const size_t smem = per_warp * warps;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(route_kernel, smem));
-  // CTAs past the tokens only prefetch: enough of them that each issues a few pieces.
-  const int64_t prefetch_ctas = std::min<int64_t>(kRoutePrefetchMaxCtas, ceil_div(a.prefetch_bytes, kRoutePrefetchPerCta));
-  const int64_t blocks = std::max(ceil_div(a.tokens, warps), a.prefetch ? prefetch_ctas : int64_t{0});
+  const int64_t blocks = ceil_div(a.tokens, warps);
   return launch_kernel("route_kernel", route_kernel, {dim3(static_cast<unsigned>(blocks)), dim3(32 * warps), smem}, stream, a, warps, per_warp);
 }
 
