@@ -2,8 +2,6 @@
 // kernels (sm90_grouped_gemm_kernel.cuh, built once per tile by sm90_tile_instance.cu). Plain C++.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -22,16 +20,6 @@ const char* elem_name(Elem e) {
     case Elem::kBF16: return "bf16";
   }
   return "?";
-}
-
-bool sm90_pdl_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("MOEKIT_PDL");
-    // EXPERIMENT (removed before landing): MOEKIT_SM90_PDL=0 turns it off for the sm_90a GEMM only.
-    const char* only = std::getenv("MOEKIT_SM90_PDL");
-    return !(env != nullptr && std::strcmp(env, "0") == 0) && !(only != nullptr && std::strcmp(only, "0") == 0);
-  }();
-  return enabled;
 }
 
 }  // namespace sm90

@@ -42,7 +42,6 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "cuda/cuda_check.h"
-#include "cuda/moe/pdl.cuh"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
@@ -88,26 +87,8 @@ __host__ __device__ constexpr unsigned long long order_word(uint32_t lookahead, 
 // producer reads the next tile while the consumers work on this one), 2 for the ping-pong kernel
 // (its two warpgroups hold two tiles). Only for 1 x 1 clusters: the CTAs of a cluster must get the
 // same tile, so the host writes lookahead 0 for the others.
-//
-// The scheduler is also where the kernel waits for the kernel before it (programmatic dependent
-// launch, pdl.cuh). CUTLASS's ptr-array kernels have no griddepcontrol.wait of their own, and every
-// thread of them constructs the scheduler first, before it touches global memory: the scheduler's
-// constructor reads the group shapes that the setup kernel, launched just before, writes. So the
-// first base below waits, in every thread, before the group scheduler's constructor runs. The
-// kernel can then be launched with PDL: its CTAs start, carve shared memory and initialize barriers
-// while the setup kernel (or, before it, the previous GEMM's last CTAs) still runs. Without the PDL
-// attribute the wait returns at once.
-struct WaitForPreviousKernel {
-  CUTLASS_HOST_DEVICE WaitForPreviousKernel() {
-#if defined(__CUDA_ARCH__)
-    pdl_wait();
-#endif
-  }
-};
-
 template <class GroupShape, int Stages>
-class ClaimedOrderScheduler : private WaitForPreviousKernel,
-                              public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
+class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages>;
   uint32_t lookahead_ = ~0u;  // ~0: not read yet; 0: the fixed order
 
@@ -300,9 +281,6 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
                                     typename Cfg::StrideD* stride_d, unsigned long long order) {
-  // The offsets come from the maps, two or more launches back; the scratch written below is the one
-  // the previous GEMM of the layer read. So wait first (pdl.cuh), then let the GEMM launch.
-  pdl_enter();
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e == 0) {
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
@@ -419,25 +397,15 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   constexpr int kThreads = 128;
   const int blocks = (a.experts + kThreads - 1) / kThreads;
-  // Both launches with PDL where it is on (sm90_pdl_enabled): the setup kernel waits for the kernel
-  // before it, the GEMM for the setup kernel (WaitForPreviousKernel).
-  const bool pdl = sm90_pdl_enabled();
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t setup{};
-  setup.gridDim = dim3(static_cast<unsigned>(blocks));
-  setup.blockDim = dim3(kThreads);
-  setup.stream = s;
-  setup.attrs = &overlap;
-  setup.numAttrs = pdl ? 1 : 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
-      &setup, setup_groups_kernel<Cfg, ElementAB, ElementD>, a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n),
-      static_cast<int>(a.k), static_cast<int>(Gated ? a.n / 2 : a.n), static_cast<const ElementAB*>(a.a),
-      static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes, static_cast<const ElementAB**>(ptr_a),
-      static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d), static_cast<typename Cfg::StrideA*>(stride_a),
-      static_cast<typename Cfg::StrideB*>(stride_b), static_cast<typename Cfg::StrideD*>(stride_d),
-      claimed_order_word<Cfg>(a.tile_order)));
+  setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
+      a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k),
+      static_cast<int>(Gated ? a.n / 2 : a.n),
+      static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
+      static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
+      static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
+      static_cast<typename Cfg::StrideD*>(stride_d),
+      claimed_order_word<Cfg>(a.tile_order));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
   Gemm gemm;
@@ -447,7 +415,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   st = gemm.initialize(args, workspace, s);
   if (st != cutlass::Status::kSuccess)
     return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS initialize: ") + cutlassGetStatusString(st));
-  st = gemm.run(s, nullptr, pdl);
+  st = gemm.run(s);
   if (st != cutlass::Status::kSuccess) {
     const cudaError_t err = cudaGetLastError();
     return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS run: ") + cutlassGetStatusString(st) + " (" +

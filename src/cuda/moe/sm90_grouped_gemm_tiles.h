@@ -23,9 +23,4 @@ size_t tile_scratch_bytes(int experts, int sm_count);
 
 const char* elem_name(Elem e);
 
-// Whether the setup kernel and the GEMM launch with programmatic dependent launch: unless
-// MOEKIT_PDL=0 (pdl.cuh's switch; the sm_90a kernels always carry the wait, so they need no probe).
-// Read once per process.
-bool sm90_pdl_enabled();
-
 }  // namespace moekit::cuda::moe::sm90
