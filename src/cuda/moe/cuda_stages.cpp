@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@
 #include "moekit/plan.h"
 
 namespace moekit::cuda {
+namespace moe {
+bool pdl_enabled();  // pdl.cuh (a CUDA header): whether the layer's launches may overlap
+}  // namespace moe
 namespace {
 
 using namespace moe;
@@ -145,8 +149,8 @@ FixedScratch fixed_scratch(const MoeProblem& p, int64_t tokens, int64_t max_rows
   l.accumulator = end;
   if (combines(p)) end += align256(static_cast<size_t>(out_rows * p.hidden) * 4);
   l.sm90 = end;
-  l.sm90_bytes = sm90_scratch_bytes(p);
-  l.decode = end + align256(l.sm90_bytes);
+  l.sm90_bytes = sm90_scratch_bytes(p);  // each GEMM's region; gemm2's follows gemm1's (sm90_args)
+  l.decode = end + 2 * align256(l.sm90_bytes);
   l.decode_bytes = decode_scratch_bytes(p, tokens);
   l.maps = l.decode + align256(l.decode_bytes);
   return l;
@@ -505,8 +509,10 @@ Sm90TileOrder sm90_tile_order(std::string_view v) {
 // the activation or finalize kernel completes them. With `gated` (gemm1, a gated activation, gate/up
 // rows interleaved) its epilogue applies the activation and gemm1's bias and writes gemm2's input
 // rows, I wide, into `d` (gemm2_in).
-Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
+GemmArgs gemm_args(const StageContext& c, bool first);
+
 #if MOEKIT_HAS_SM90_GEMM
+Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated) {
   auto s = carve(c);
   if (!s.ok()) return s.status();
   Sm90GemmArgs a;
@@ -521,7 +527,8 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
   a.max_rows = g.max_rows;
   a.n = g.n;
   a.k = g.k;
-  a.scratch = s->sm90;
+  // Each GEMM its own region: an overlapped gemm2 (sm90_overlap) is set up while gemm1 runs.
+  a.scratch = static_cast<unsigned char*>(s->sm90) + (first ? 0 : align256(s->sm90_bytes));
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
   a.tile_order = sm90_tile_order(knob_value(c, first ? "gemm1.order" : "gemm2.order", "auto"));
@@ -532,7 +539,41 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
     a.bias = g.bias;
     a.bias_type = g.bias_type;
   }
-  return launch_sm90_grouped_gemm(a, stream_of(c));
+  return a;
+}
+#endif
+
+// EXPERIMENT (docs/perf-notes.md step 27 c): MOEKIT_SM90_OVERLAP=1 overlaps gemm2's weight stream
+// with gemm1's tail where both GEMMs run the sm_90a kernel (Sm90Overlap).
+[[maybe_unused]] bool sm90_overlap(const StageContext& c) {
+  static const bool asked = [] {
+    const char* v = std::getenv("MOEKIT_SM90_OVERLAP");
+    return v != nullptr && v[0] == '1';
+  }();
+  return asked && pdl_enabled() && is_sm90_tile(tile_for(c, true)) && is_sm90_tile(tile_for(c, false));
+}
+
+Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
+#if MOEKIT_HAS_SM90_GEMM
+  auto a = sm90_args(c, g, d, first, gated);
+  if (!a.ok()) return a.status();
+  if (!sm90_overlap(c)) return launch_sm90_grouped_gemm(*a, stream_of(c));
+  if (!first) {  // set up by gemm1's stage
+    a->overlap = Sm90Overlap::kSecond;
+    a->run_setup = false;
+    return launch_sm90_grouped_gemm(*a, stream_of(c));
+  }
+  // gemm1: both setups, then the GEMM (gemm2's setup is then two launches before gemm2).
+  auto second = sm90_args(c, gemm_args(c, false), c.buffers.gemm2_out.data(), false, false);
+  if (!second.ok()) return second.status();
+  a->overlap = Sm90Overlap::kFirst;
+  second->overlap = Sm90Overlap::kSecond;
+  a->run_gemm = second->run_gemm = false;
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*a, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*second, stream_of(c)));
+  a->run_gemm = true;
+  a->run_setup = false;
+  return launch_sm90_grouped_gemm(*a, stream_of(c));
 #else
   (void)c, (void)g, (void)d, (void)gated;
   return Status::Unsupported(std::string("gemm tile ") + gemm_tile_name(g.tile) + ": this build has no sm_90a kernels (MOEKIT_CUDA_ARCHS without 90a)");

@@ -59,6 +59,17 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
 
+// EXPERIMENT (docs/perf-notes.md step 27 c; MOEKIT_SM90_OVERLAP=1 in the stages): gemm2's weight
+// stream under gemm1's tail through programmatic dependent launch.
+//   kNone    setup kernel and GEMM in order, without PDL (the default).
+//   kFirst   gemm1 of a pair: both setups launched before it (run_setup on gemm2's arguments with
+//            run_gemm false), the GEMM launched with PDL; it waits for the setups, then lets gemm2
+//            launch.
+//   kSecond  gemm2 of a pair: no setup (gemm1's stage ran it, two or more launches back), the GEMM
+//            launched with PDL; each CTA streams the weights of its first stages, then waits for
+//            gemm1, then loads A.
+enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
+
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
   Elem type = Elem::kBF16;    // A and B: kBF16 or kF16
@@ -85,6 +96,9 @@ struct Sm90GemmArgs {
   // The order in which the persistent CTAs take their tiles (Sm90TileOrder, above). The stages set
   // it from the gemm1.order / gemm2.order knobs.
   Sm90TileOrder tile_order = Sm90TileOrder::kFixed;
+  Sm90Overlap overlap = Sm90Overlap::kNone;
+  bool run_setup = true;  // enqueue the per-group setup kernel
+  bool run_gemm = true;   // enqueue the GEMM
 };
 
 // Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, plus

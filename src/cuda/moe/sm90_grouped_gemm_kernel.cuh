@@ -42,6 +42,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 #include "cuda/cuda_check.h"
+#include "cuda/moe/pdl.cuh"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
 
@@ -55,7 +56,11 @@ using namespace cute;
 
 // <M, N, K> per group. A type of our own (CUTLASS's, unchanged) so that the tile scheduler selector
 // below can give our kernels the claimed-order scheduler.
-struct MoeGroupShape : cutlass::gemm::GroupProblemShape<Shape<int, int, int>> {};
+// `overlap` (Sm90Overlap as an int) rides along in the kernel parameters, where every thread can read
+// it before the kernel touches global memory (ClaimedOrderScheduler below).
+struct MoeGroupShape : cutlass::gemm::GroupProblemShape<Shape<int, int, int>> {
+  int overlap = 0;
+};
 using ProblemShape = MoeGroupShape;
 using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
 
@@ -87,8 +92,24 @@ __host__ __device__ constexpr unsigned long long order_word(uint32_t lookahead, 
 // producer reads the next tile while the consumers work on this one), 2 for the ping-pong kernel
 // (its two warpgroups hold two tiles). Only for 1 x 1 clusters: the CTAs of a cluster must get the
 // same tile, so the host writes lookahead 0 for the others.
+//
+// The scheduler is also the first thing every thread of CUTLASS's ptr-array kernels constructs, before
+// it touches global memory (its constructor reads the group shapes). So its first base is where gemm1
+// of an overlapped pair (Sm90Overlap::kFirst, launched with PDL) waits for the setup kernels just
+// before it and then lets gemm2 launch: gemm2's CTAs take each SM as gemm1's CTA on it exits.
+struct OverlapEntry {
+  OverlapEntry() = default;
+  CUTLASS_DEVICE explicit OverlapEntry(int overlap) {
+    if (overlap == static_cast<int>(Sm90Overlap::kFirst)) {
+      pdl_wait();
+      pdl_launch_dependents();
+    }
+  }
+};
+
 template <class GroupShape, int Stages>
-class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
+class ClaimedOrderScheduler : private OverlapEntry,
+                              public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages>;
   uint32_t lookahead_ = ~0u;  // ~0: not read yet; 0: the fixed order
 
@@ -109,7 +130,7 @@ class ClaimedOrderScheduler : public cutlass::gemm::kernel::detail::PersistentTi
 
   ClaimedOrderScheduler() = default;
   CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
-      : Base(params, response) {}
+      : OverlapEntry(params.problem_shapes_.overlap), Base(params, response) {}
 
   template <class Pipeline, class PipelineState>
   CUTLASS_DEVICE auto advance_to_next_work(Pipeline& pipeline, PipelineState state, uint32_t advance_count = 1) {
@@ -207,8 +228,105 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
+// CUTLASS's ptr-array mainloop, but for gemm2 of an overlapped pair (Sm90Overlap::kSecond): on a
+// CTA's first tile its producer issues the weight (B) loads of the first stages, then waits for
+// gemm1 (griddepcontrol.wait: gemm1 wrote A), then A's loads. Each stage's barrier expects A's and
+// B's bytes together (producer_acquire), so the order of the two copies changes nothing else.
+template <class Base>
+struct OverlapMainloop : Base {
+  using typename Base::GmemTiledCopyA;
+  using typename Base::GmemTiledCopyB;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::TensorStorage;
+  using DispatchPolicy = typename Base::DispatchPolicy;
+
+  struct Arguments : Base::Arguments {
+    int overlap = 0;
+  };
+  struct Params : Base::Params {
+    int overlap = 0;
+  };
+
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape problem_shapes, Arguments const& args, void* workspace) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shapes, args, workspace);
+    p.overlap = args.overlap;
+    return p;
+  }
+
+  template <class TensorA, class TensorB, class TensorMapA, class TensorMapB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                           cute::tuple<TensorA, TensorB> const& load_inputs,
+                           cute::tuple<TensorMapA, TensorMapB> const& input_tensormaps, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
+                           TensorStorage& shared_tensors) {
+    using namespace cute;
+    if (params.overlap != static_cast<int>(Sm90Overlap::kSecond) || waited_) {
+      Base::load(params, pipeline, smem_pipe_write, load_inputs, input_tensormaps, blk_coord, k_tile_iter, k_tile_count,
+                 thread_idx, block_rank_in_cluster, shared_tensors);
+      return;
+    }
+    waited_ = true;
+    if (!cute::elect_one_sync()) return;
+    // As CUTLASS's load(): the stages' views, this block's slices and the multicast masks.
+    auto sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    auto sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    constexpr uint32_t cluster_shape_x = get<0>(typename DispatchPolicy::ClusterShape());
+    uint2 cluster_local_block_id = {block_rank_in_cluster % cluster_shape_x, block_rank_in_cluster / cluster_shape_x};
+    auto block_tma_a = params.tma_load_a.get_slice(cluster_local_block_id.y);
+    auto block_tma_b = params.tma_load_b.get_slice(cluster_local_block_id.x);
+    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
+    auto tAgA = block_tma_a.partition_S(get<0>(load_inputs)(_, _, m_coord, _, l_coord));  // (TMA,TMA_M,TMA_K,k)
+    auto tAsA = block_tma_a.partition_D(sA);                                              // (TMA,TMA_M,TMA_K,PIPE)
+    auto tBgB = block_tma_b.partition_S(get<1>(load_inputs)(_, _, n_coord, _, l_coord));  // (TMA,TMA_N,TMA_K,k)
+    auto tBsB = block_tma_b.partition_D(sB);                                              // (TMA,TMA_N,TMA_K,PIPE)
+    uint16_t mcast_mask_a = 0, mcast_mask_b = 0;
+    if constexpr (cute::is_same_v<GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>) {
+      auto block_layout = Layout<typename DispatchPolicy::ClusterShape>{};
+      for (int n = 0; n < size<1>(block_layout); ++n) mcast_mask_a |= (uint16_t(1) << block_layout(cluster_local_block_id.x, n, Int<0>{}));
+    }
+    if constexpr (cute::is_same_v<GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>) {
+      auto block_layout = Layout<typename DispatchPolicy::ClusterShape>{};
+      for (int m = 0; m < size<0>(block_layout); ++m) mcast_mask_b |= (uint16_t(1) << block_layout(m, cluster_local_block_id.y, Int<0>{}));
+    }
+    auto copy_a = [&](PipelineState st, auto k) {
+      copy(params.tma_load_a.with(get<0>(input_tensormaps), *pipeline.producer_get_barrier(st), mcast_mask_a), tAgA(_, _, _, k),
+           tAsA(_, _, _, st.index()));
+    };
+    auto copy_b = [&](PipelineState st, auto k) {
+      copy(params.tma_load_b.with(get<1>(input_tensormaps), *pipeline.producer_get_barrier(st), mcast_mask_b), tBgB(_, _, _, k),
+           tBsB(_, _, _, st.index()));
+    };
+    // The first stages are all free on a CTA's first tile: their weights at once.
+    const int ahead = min(k_tile_count, static_cast<int>(size<2>(SmemLayoutA{})));
+    PipelineState st = smem_pipe_write;
+    KTileIterator it_b = k_tile_iter;  // (the iterator has no assignment: one copy per pass)
+    for (int i = 0; i < ahead; ++i, ++st, ++it_b) {
+      pipeline.producer_acquire(st);
+      copy_b(st, *it_b);
+    }
+    pdl_wait();  // gemm1 has completed: its rows (this GEMM's A) are written
+    st = smem_pipe_write;
+    KTileIterator it = k_tile_iter;
+    for (int i = 0; i < ahead; ++i, ++st, ++it) copy_a(st, *it);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (int left = k_tile_count - ahead; left > 0; --left, ++st, ++it) {
+      pipeline.producer_acquire(st);
+      copy_a(st, *it);
+      copy_b(st, *it);
+    }
+  }
+
+ private:
+  bool waited_ = false;  // the first tile's wait is done (the producer warp's copy of the mainloop)
+};
+
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = PlainMainloop>
+          template <class> class Mainloop = OverlapMainloop>
 struct Config {
   static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
@@ -281,6 +399,9 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
                                     const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
                                     typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
                                     typename Cfg::StrideD* stride_d, unsigned long long order) {
+  // Launched with PDL (an overlapped pair): wait for the kernel before, whose GEMM may still read
+  // this scratch; without PDL both calls do nothing.
+  pdl_enter();
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e == 0) {
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
@@ -319,7 +440,9 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
 
   typename Gemm::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
-  args.problem_shape = ProblemShape{{experts, shapes, nullptr}};
+  const int overlap = gated ? static_cast<int>(gated->overlap) : 0;
+  args.problem_shape = ProblemShape{{experts, shapes, nullptr}, overlap};
+  if constexpr (requires { args.mainloop.overlap; }) args.mainloop.overlap = overlap;
   args.mainloop.ptr_A = static_cast<const ElementAB**>(ptr_a);
   args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
   args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
@@ -370,7 +493,7 @@ unsigned long long claimed_order_word(Sm90TileOrder order) {
 }
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = PlainMainloop>
+          template <class> class Mainloop = OverlapMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
   using Gemm = typename Cfg::Gemm;
@@ -397,15 +520,28 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   constexpr int kThreads = 128;
   const int blocks = (a.experts + kThreads - 1) / kThreads;
-  setup_groups_kernel<Cfg, ElementAB, ElementD><<<blocks, kThreads, 0, s>>>(
-      a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k),
-      static_cast<int>(Gated ? a.n / 2 : a.n),
-      static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
-      static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
-      static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
-      static_cast<typename Cfg::StrideD*>(stride_d),
-      claimed_order_word<Cfg>(a.tile_order));
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  // Overlapped pairs (Sm90Overlap) launch with PDL: the setup kernel waits for the kernel before it
+  // (it writes the scratch an earlier GEMM read), the GEMM as its mode says.
+  const bool pdl = a.overlap != Sm90Overlap::kNone;
+  cudaLaunchAttribute overlap_attr{};
+  overlap_attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap_attr.val.programmaticStreamSerializationAllowed = 1;
+  if (a.run_setup) {
+    cudaLaunchConfig_t setup{};
+    setup.gridDim = dim3(static_cast<unsigned>(blocks));
+    setup.blockDim = dim3(kThreads);
+    setup.stream = s;
+    setup.attrs = &overlap_attr;
+    setup.numAttrs = pdl ? 1 : 0;
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
+        &setup, setup_groups_kernel<Cfg, ElementAB, ElementD>, a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n),
+        static_cast<int>(a.k), static_cast<int>(Gated ? a.n / 2 : a.n), static_cast<const ElementAB*>(a.a),
+        static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes, static_cast<const ElementAB**>(ptr_a),
+        static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d), static_cast<typename Cfg::StrideA*>(stride_a),
+        static_cast<typename Cfg::StrideB*>(stride_b), static_cast<typename Cfg::StrideD*>(stride_d),
+        claimed_order_word<Cfg>(a.tile_order)));
+  }
+  if (!a.run_gemm) return Status::Ok();
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
   Gemm gemm;
@@ -415,7 +551,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   st = gemm.initialize(args, workspace, s);
   if (st != cutlass::Status::kSuccess)
     return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS initialize: ") + cutlassGetStatusString(st));
-  st = gemm.run(s);
+  st = gemm.run(s, nullptr, pdl);
   if (st != cutlass::Status::kSuccess) {
     const cudaError_t err = cudaGetLastError();
     return Status::CudaError(std::string("sm90 grouped GEMM: CUTLASS run: ") + cutlassGetStatusString(st) + " (" +
