@@ -178,6 +178,9 @@ struct Case {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
+  // Launch again without the setup kernel, as the overlapped gemm2 (Sm90Overlap::kSecond), on D
+  // poisoned again: the same output from the groups the first launch's setup wrote.
+  bool relaunch = false;
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -280,9 +283,25 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   std::vector<float> got(static_cast<size_t>(max_rows * c.n));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
   check_output(got, ref, c.rows, max_rows, c.n, what);
-  if (claims)
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(claims, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts),
-                                  sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  uint64_t words[4] = {};
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(words[0], 0u) << what << ": the launch's last CTA resets the claim counter";
+  if (claims) *claims = words[3];
+  if (c.relaunch) {
+    fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+    args.run_setup = false;
+    args.overlap = cuda::moe::Sm90Overlap::kSecond;
+    const Status again = cuda::moe::launch_sm90_grouped_gemm(args, stream);
+    ASSERT_TRUE(again.ok()) << again.to_string();
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
+    check_output(got, ref, c.rows, max_rows, c.n, what + ", launched again without its setup");
+    uint64_t again_words[4] = {};
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(again_words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(again_words),
+                                  cudaMemcpyDeviceToHost));
+    EXPECT_EQ(again_words[0], 0u) << what << ", launched again";
+    EXPECT_EQ(again_words[3], words[3]) << what << ": the second launch claims as many tiles as the first";
+  }
   MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
   if (out) *out = std::move(got);
 }
@@ -529,6 +548,23 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
           EXPECT_EQ(claims, 0u) << what;
       }
   }
+}
+
+// The overlapped gemm2 (Sm90Overlap::kSecond) runs without its setup kernel, which gemm1's stage
+// launched earlier, and its producer loads the weights of its first stages before it waits: a second
+// launch without the setup gives the first one's output on every tile, in the fixed and the claimed
+// order (whose counter the first launch's last CTA reset), with odd experts and K = 1096 (18 k-blocks
+// of 64 or 9 of 128, the last one partial: more than any tile's stages, so the producer goes on from
+// its first stages to the rest).
+TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
+  MOEKIT_REQUIRE_SM90();
+  for (Sm90Tile tile : cuda::moe::kSm90TileList)
+    for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
+      Case c{Elem::kBF16, 7, 300, 264, 1096, tile};
+      c.order = order;
+      c.relaunch = true;
+      run_case(c);
+    }
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {

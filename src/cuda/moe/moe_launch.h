@@ -254,6 +254,11 @@ struct GemmArgs {
 // (-0.3..+0.1%) at T = 64..128.
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 32;
+// Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
+// gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
+// every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain
+// at every such point of the four presets, +0.3% at 64 rows (Qwen3 T=1024).
+inline constexpr int64_t kSm90OverlapMaxRowsPerExpert = 32;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
 // on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and

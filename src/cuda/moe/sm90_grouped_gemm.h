@@ -52,15 +52,16 @@ inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::
 //             its lockstep).
 enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 
-// Where the claimed order's two words (the claim counter, then the lookahead) lie in the scratch:
-// right after the per-group <M, N, K> shapes (three ints each), 256-byte aligned. After a launch the
-// counter holds the number of claims made (0 under the fixed order), which the tests read.
+// Where the claimed order's four 8-byte words (the claim counter, the lookahead, the CTAs done
+// claiming, the claims the last launch made) lie in the scratch: right after the per-group <M, N, K>
+// shapes (three ints each), 256-byte aligned. After a launch the counter is 0 again and the fourth
+// word holds the number of claims made (0 under the fixed order), which the tests read.
 inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
 
-// EXPERIMENT (docs/perf-notes.md step 27 c; MOEKIT_SM90_OVERLAP=1 in the stages): gemm2's weight
-// stream under gemm1's tail through programmatic dependent launch.
+// gemm2's first weight stages streamed under gemm1's tail, through programmatic dependent launch
+// (docs/perf-notes.md step 27 c; the stages choose it, cuda_stages.cpp sm90_overlap).
 //   kNone    setup kernel and GEMM in order, without PDL (the default).
 //   kFirst   gemm1 of a pair: both setups launched before it (run_setup on gemm2's arguments with
 //            run_gemm false), the GEMM launched with PDL; it waits for the setups, then lets gemm2

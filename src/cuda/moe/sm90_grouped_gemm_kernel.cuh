@@ -67,9 +67,13 @@ using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
 constexpr size_t kAlign = 256;
 __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// The claimed tile order's two words lie in the scratch right after the group shapes (ScratchLayout):
-// the claim counter, which the setup kernel zeroes, and the order word (claimed_order_word, below),
-// which it writes, 0 meaning the fixed order.
+// The claimed tile order's four words lie in the scratch right after the group shapes (ScratchLayout):
+// the claim counter; the order word (claimed_order_word, below), 0 meaning the fixed order; the
+// number of CTAs done claiming; the claims the last launch made. The setup kernel writes all four.
+// The launch's last CTA to finish claiming copies the counter into the fourth word and zeroes the
+// counter and the third, so that a launch without its setup (an overlapped gemm2 replayed alone,
+// Sm90Overlap) claims from 0 again.
+constexpr int kClaimWords = 4;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
 static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
@@ -153,6 +157,11 @@ class ClaimedOrderScheduler : private OverlapEntry,
     // The first tiles went by block index (initial_work_tile_info); the claims number the rest.
     const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
     auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
+    // This CTA's last claim (past the tiles): the grid's last such CTA resets the counter.
+    if (!work.is_valid() && cutlass::canonical_lane_idx() == 0 && atomicAdd(words + 2, 1ull) == grid - 1) {
+      words[3] = atomicExch(words, 0ull);
+      words[2] = 0;
+    }
     pipeline.producer_acquire(state);
     if (cute::elect_one_sync()) {
       this->response_ptr_[state.index()] = work;
@@ -381,7 +390,7 @@ struct ScratchLayout {
       off = align_up(off + bytes);
       return at;
     };
-    shapes = take(claim_words_offset(experts) + 2 * sizeof(unsigned long long));  // the shapes, then the claim words
+    shapes = take(claim_words_offset(experts) + kClaimWords * sizeof(unsigned long long));  // the shapes, then the claim words
     ptr_a = take(e * sizeof(void*));
     ptr_b = take(e * sizeof(void*));
     ptr_d = take(e * sizeof(void*));
@@ -407,6 +416,8 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
     words[0] = 0;
     words[1] = order;
+    words[2] = 0;
+    words[3] = 0;
   }
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
