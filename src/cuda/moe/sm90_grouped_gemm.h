@@ -52,10 +52,10 @@ inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::
 //             its lockstep).
 enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 
-// Where the claimed order's four 8-byte words (the claim counter, the lookahead, the CTAs done
-// claiming, the claims the last launch made) lie in the scratch: right after the per-group <M, N, K>
-// shapes (three ints each), 256-byte aligned. After a launch the counter is 0 again and the fourth
-// word holds the number of claims made (0 under the fixed order), which the tests read.
+// Where the claimed order's three 8-byte words (the claim counter, the lookahead, the claims the
+// last launch made) lie in the scratch: right after the per-group <M, N, K> shapes (three ints each),
+// 256-byte aligned. After a launch the counter is 0 again and the third word holds the number of
+// claims made (0 under the fixed order), which the tests read.
 inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }

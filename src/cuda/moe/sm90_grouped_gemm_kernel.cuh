@@ -67,13 +67,14 @@ using UnderlyingShape = ProblemShape::UnderlyingProblemShape;
 constexpr size_t kAlign = 256;
 __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// The claimed tile order's four words lie in the scratch right after the group shapes (ScratchLayout):
+// The claimed tile order's three words lie in the scratch right after the group shapes (ScratchLayout):
 // the claim counter; the order word (claimed_order_word, below), 0 meaning the fixed order; the
-// number of CTAs done claiming; the claims the last launch made. The setup kernel writes all four.
-// The launch's last CTA to finish claiming copies the counter into the fourth word and zeroes the
-// counter and the third, so that a launch without its setup (an overlapped gemm2 replayed alone,
-// Sm90Overlap) claims from 0 again.
-constexpr int kClaimWords = 4;
+// claims the last launch made. The setup kernel writes all three. A launch makes exactly as many
+// claims as it has tiles (each CTA that starts on a tile ends on one failed claim, and the
+// successful claims hand out the tiles past the grid), so the CTA whose claim is the last one copies
+// the counter into the third word and zeroes it: a launch without its setup (an overlapped gemm2
+// replayed alone, Sm90Overlap) claims from 0 again.
+constexpr int kClaimWords = 3;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
 static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
@@ -116,6 +117,18 @@ class ClaimedOrderScheduler : private OverlapEntry,
                               public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages> {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Group<GroupShape, Stages>;
   uint32_t lookahead_ = ~0u;  // ~0: not read yet; 0: the fixed order
+  uint64_t tiles_ = 0;         // the launch's tiles (1 x 1 clusters: no padding), read with the lookahead
+
+  // The tiles of all groups, M and N tiled by the CTA shape. The whole warp.
+  CUTLASS_DEVICE static uint64_t count_tiles(const GroupShape& shapes, int cta_m, int cta_n) {
+    uint64_t tiles = 0;
+    for (int g = static_cast<int>(cutlass::canonical_lane_idx()); g < shapes.groups(); g += 32) {
+      const auto shape = shapes.problem_shapes[g];
+      tiles += static_cast<uint64_t>((cute::get<0>(shape) + cta_m - 1) / cta_m) * static_cast<uint64_t>((cute::get<1>(shape) + cta_n - 1) / cta_n);
+    }
+    for (int o = 16; o > 0; o /= 2) tiles += __shfl_xor_sync(0xffffffff, tiles, o);
+    return tiles;
+  }
 
  public:
   // The lookahead the order word asks for; 0 (the fixed order) under the automatic order when some
@@ -141,7 +154,10 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto& shapes = this->scheduler_params.problem_shapes_;
     auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
                                                         claim_words_offset(shapes.groups()));
-    if (lookahead_ == ~0u) lookahead_ = read_lookahead(shapes, words);
+    if (lookahead_ == ~0u) {
+      lookahead_ = read_lookahead(shapes, words);
+      tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
+    }
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
       return Base::advance_to_next_work(pipeline, state, advance_count);
     if (state.count() >= lookahead_) {
@@ -157,11 +173,8 @@ class ClaimedOrderScheduler : private OverlapEntry,
     // The first tiles went by block index (initial_work_tile_info); the claims number the rest.
     const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
     auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
-    // This CTA's last claim (past the tiles): the grid's last such CTA resets the counter.
-    if (!work.is_valid() && cutlass::canonical_lane_idx() == 0 && atomicAdd(words + 2, 1ull) == grid - 1) {
-      words[3] = atomicExch(words, 0ull);
-      words[2] = 0;
-    }
+    // The launch's last claim resets the counter (kClaimWords says why it is the last).
+    if (claim + 1 == tiles_ && cutlass::canonical_lane_idx() == 0) words[2] = atomicExch(words, 0ull);
     pipeline.producer_acquire(state);
     if (cute::elect_one_sync()) {
       this->response_ptr_[state.index()] = work;
@@ -417,7 +430,6 @@ __global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int exp
     words[0] = 0;
     words[1] = order;
     words[2] = 0;
-    words[3] = 0;
   }
   if (e >= experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
