@@ -28,9 +28,6 @@
 #include "moekit/plan.h"
 
 namespace moekit::cuda {
-namespace moe {
-bool pdl_enabled();  // pdl.cuh (a CUDA header): whether the layer's launches may overlap
-}  // namespace moe
 namespace {
 
 using namespace moe;

@@ -14,6 +14,11 @@ namespace moekit::cuda::moe {
 // Element types the kernels read and write.
 enum class Elem : uint8_t { kF32, kF16, kBF16 };
 
+// Whether the layer's launches may overlap through programmatic dependent launch (pdl.cuh, pdl.cu):
+// a compute capability 9.0+ GPU running kernels compiled with the sm_90 instructions, and MOEKIT_PDL
+// not set to 0. Read once per process.
+bool pdl_enabled();
+
 // ---- routing --------------------------------------------------------------------------------------
 struct RouteArgs {
   const void* logits = nullptr;  // [T, E]

@@ -37,20 +37,17 @@ __device__ __forceinline__ void pdl_enter() {
   pdl_launch_dependents();
 }
 
-// Whether launches may overlap (pdl.cu): a compute capability 9.0+ GPU running kernels compiled with
-// the sm_90 instructions, and MOEKIT_PDL not set to 0. Read once per process.
-bool pdl_enabled();
-
 struct LaunchShape {
   dim3 grid, block;
   size_t smem = 0;
   unsigned cluster = 1;  // CTAs per thread-block cluster along x (sm_90); 1: no cluster
 };
 
-// Launches `kernel` on `stream` with PDL when enabled (and a cluster when asked), returning the
-// launch error named after `what`.
+// Launches `kernel` on `stream`, with PDL when `pdl` (and a cluster when asked), returning the launch
+// error named after `what`. For kernels whose overlap is decided per launch (the sm_90a GEMM's setup
+// kernel, Sm90Overlap); every other kernel goes through launch_kernel below.
 template <typename... Params, typename... Args>
-Status launch_kernel(const char* what, void (*kernel)(Params...), const LaunchShape& s, void* stream, Args&&... args) {
+Status launch_kernel_pdl(const char* what, bool pdl, void (*kernel)(Params...), const LaunchShape& s, void* stream, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = s.grid;
   cfg.blockDim = s.block;
@@ -58,7 +55,7 @@ Status launch_kernel(const char* what, void (*kernel)(Params...), const LaunchSh
   cfg.stream = as_stream(stream);
   cudaLaunchAttribute attrs[2] = {};
   unsigned n = 0;
-  if (pdl_enabled()) {
+  if (pdl) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
@@ -75,6 +72,12 @@ Status launch_kernel(const char* what, void (*kernel)(Params...), const LaunchSh
   MOEKIT_RETURN_IF_ERROR(::moekit::detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what, __FILE__, __LINE__));
   MOEKIT_CUDA_CHECK_LAUNCH(what);
   return Status::Ok();
+}
+
+// Launches `kernel` on `stream` with PDL when enabled (pdl_enabled) and a cluster when asked.
+template <typename... Params, typename... Args>
+Status launch_kernel(const char* what, void (*kernel)(Params...), const LaunchShape& s, void* stream, Args&&... args) {
+  return launch_kernel_pdl(what, pdl_enabled(), kernel, s, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace moekit::cuda::moe

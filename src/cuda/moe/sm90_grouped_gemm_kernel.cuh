@@ -244,8 +244,9 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
-// Mainloop maps CUTLASS's collective mainloop to the one the kernel runs: PlainMainloop keeps it;
-// the experiments in bench/sm90_overlap derive from it (the kernel calls its load() and mma() by
+// Mainloop maps CUTLASS's collective mainloop to the one the kernel runs: OverlapMainloop (below,
+// the library's) adds gemm2's weights-first start; PlainMainloop keeps CUTLASS's as it is, and the
+// experiments in bench/sm90_overlap derive from it (the kernel calls its load() and mma() by
 // name, so a derived type that redefines one changes that side only).
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
@@ -546,24 +547,14 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   // Overlapped pairs (Sm90Overlap) launch with PDL: the setup kernel waits for the kernel before it
   // (it writes the scratch an earlier GEMM read), the GEMM as its mode says.
   const bool pdl = a.overlap != Sm90Overlap::kNone;
-  cudaLaunchAttribute overlap_attr{};
-  overlap_attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap_attr.val.programmaticStreamSerializationAllowed = 1;
-  if (a.run_setup) {
-    cudaLaunchConfig_t setup{};
-    setup.gridDim = dim3(static_cast<unsigned>(blocks));
-    setup.blockDim = dim3(kThreads);
-    setup.stream = s;
-    setup.attrs = &overlap_attr;
-    setup.numAttrs = pdl ? 1 : 0;
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
-        &setup, setup_groups_kernel<Cfg, ElementAB, ElementD>, a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n),
-        static_cast<int>(a.k), static_cast<int>(Gated ? a.n / 2 : a.n), static_cast<const ElementAB*>(a.a),
-        static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes, static_cast<const ElementAB**>(ptr_a),
-        static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d), static_cast<typename Cfg::StrideA*>(stride_a),
-        static_cast<typename Cfg::StrideB*>(stride_b), static_cast<typename Cfg::StrideD*>(stride_d),
-        claimed_order_word<Cfg>(a.tile_order)));
-  }
+  if (a.run_setup)
+    MOEKIT_RETURN_IF_ERROR(launch_kernel_pdl(
+        "sm90 setup_groups_kernel", pdl, setup_groups_kernel<Cfg, ElementAB, ElementD>, {dim3(blocks), dim3(kThreads)}, stream,
+        a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k), static_cast<int>(Gated ? a.n / 2 : a.n),
+        static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
+        static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
+        static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
+        static_cast<typename Cfg::StrideD*>(stride_d), claimed_order_word<Cfg>(a.tile_order)));
   if (!a.run_gemm) return Status::Ok();
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
