@@ -567,6 +567,103 @@ TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
     }
 }
 
+// One GEMM's operands on the device for the paired-setup test: random A and B, random offsets with
+// empty experts, D poisoned with NaN, its own scratch.
+struct PairedGemm {
+  Case c;
+  int64_t max_rows;
+  std::vector<uint16_t> a, b;
+  std::vector<int64_t> off;
+  DeviceBytes da, db, dd, doff, scratch;
+  PairedGemm(const Case& cs, std::mt19937_64& rng)
+      : c(cs),
+        max_rows(cs.rows + 5),
+        a(random_codes(static_cast<size_t>(max_rows * cs.k), cs.type, rng)),
+        b(random_codes(static_cast<size_t>(cs.experts * cs.n * cs.k), cs.type, rng)),
+        off(random_offsets(cs.experts, cs.rows, rng)),
+        da(a.size() * 2),
+        db(b.size() * 2),
+        dd(static_cast<size_t>(max_rows * cs.n) * 4),
+        doff(off.size() * 8),
+        scratch(cuda::moe::sm90_gemm_scratch_bytes(cs.experts, cs.n, cs.k, cs.type, sm_count())) {
+    cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice);
+    cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice);
+    cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice);
+  }
+  bool allocated() const { return da.p && db.p && dd.p && doff.p && scratch.p; }
+  Sm90GemmArgs args() const {
+    Sm90GemmArgs g = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
+    g.tile_order = c.order;
+    return g;
+  }
+  void check(const std::string& what) const {
+    std::vector<float> got(static_cast<size_t>(max_rows * c.n));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
+    check_output(got, reference(a, b, off, c.n, c.k, Decoder(c.type)), c.rows, max_rows, c.n, what);
+    uint64_t words[3] = {};
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(words[0], 0u) << what << ": the launch's last claim resets the claim counter";
+  }
+};
+
+// The stages' overlapped pair with both setups before the expand (docs/perf-notes.md step 28): each
+// GEMM's setup written as a job instead of launched, both jobs run by one setup kernel, then the two
+// GEMMs without their setups, the first as gemm1 under the expand (Sm90Overlap::kMiddle: weights
+// first, then the wait, then it lets the next kernel launch), the second as gemm2 (kSecond). The two
+// GEMMs differ in everything the jobs carry: the tile and order, the experts, N, K and the input type.
+TEST(Sm90GroupedGemm, TwoSetupsInOneLaunch) {
+  MOEKIT_REQUIRE_SM90();
+  std::mt19937_64 rng(4242);
+  for (Sm90Tile first_tile : cuda::moe::kSm90TileList) {
+    Case c1{Elem::kBF16, 9, 251, 264, 1096, first_tile};
+    c1.order = Sm90TileOrder::kAuto;
+    Case c2{Elem::kF16, 13, 120, 136, 520, Sm90Tile::kM64N128C1x1};
+    c2.order = Sm90TileOrder::kClaimed;
+    PairedGemm g1(c1, rng), g2(c2, rng);
+    ASSERT_TRUE(g1.allocated() && g2.allocated());
+    cudaStream_t stream;
+    MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    fill_nan(g1.dd.p, static_cast<size_t>(g1.max_rows * c1.n), stream);
+    fill_nan(g2.dd.p, static_cast<size_t>(g2.max_rows * c2.n), stream);
+    cuda::moe::Sm90SetupJob jobs[2];
+    Sm90GemmArgs a1 = g1.args(), a2 = g2.args();
+    a1.overlap = cuda::moe::Sm90Overlap::kMiddle;
+    a2.overlap = cuda::moe::Sm90Overlap::kSecond;
+    a1.run_gemm = a2.run_gemm = false;
+    a1.setup_job = &jobs[0];
+    a2.setup_job = &jobs[1];
+    for (const auto* a : {&a1, &a2}) {
+      const Status st = cuda::moe::launch_sm90_grouped_gemm(*a, stream);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+    }
+    EXPECT_EQ(jobs[0].experts, 9);
+    EXPECT_EQ(jobs[1].experts, 13);
+    Status st = cuda::moe::launch_sm90_setups(jobs, 2, /*pdl=*/false, stream);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    // In the layer the expand runs here, so both setups have completed when gemm1 (launched with
+    // PDL, reading its groups at once) starts; here the stream is drained instead.
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    for (auto* a : {&a1, &a2}) {
+      a->run_setup = false;
+      a->run_gemm = true;
+      a->setup_job = nullptr;
+      st = cuda::moe::launch_sm90_grouped_gemm(*a, stream);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+    }
+    MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    g1.check("first GEMM (kMiddle) on " + tile_label(first_tile));
+    g2.check("second GEMM (kSecond) after " + tile_label(first_tile));
+    MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
+  }
+  // Bad job counts are refused before anything is launched.
+  cuda::moe::Sm90SetupJob job;
+  for (int count : {0, 3}) {
+    const Status st = cuda::moe::launch_sm90_setups(&job, count, false, nullptr);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.to_string().find(std::to_string(count) + " jobs"), std::string::npos) << st.to_string();
+  }
+}
+
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {
   MOEKIT_REQUIRE_SM90();
   const int sms = sm_count();

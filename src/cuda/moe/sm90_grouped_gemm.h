@@ -60,16 +60,47 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
 
-// gemm2's first weight stages streamed under gemm1's tail, through programmatic dependent launch
-// (docs/perf-notes.md step 27 c; the stages choose it, cuda_stages.cpp sm90_overlap).
+// A GEMM's first weight stages streamed under the kernel before it, through programmatic dependent
+// launch (docs/perf-notes.md steps 27 c, 28; the stages choose it, cuda_stages.cpp sm90_overlap).
 //   kNone    setup kernel and GEMM in order, without PDL (the default).
 //   kFirst   gemm1 of a pair: both setups launched before it (run_setup on gemm2's arguments with
 //            run_gemm false), the GEMM launched with PDL; it waits for the setups, then lets gemm2
 //            launch.
-//   kSecond  gemm2 of a pair: no setup (gemm1's stage ran it, two or more launches back), the GEMM
-//            launched with PDL; each CTA streams the weights of its first stages, then waits for
-//            gemm1, then loads A.
-enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
+//   kSecond  gemm2 of a pair: no setup (launched two or more launches back), the GEMM launched with
+//            PDL; each CTA streams the weights of its first stages, then waits for the kernel before
+//            (gemm1), then loads A.
+//   kMiddle  gemm1 of a pair whose setups ran before the expand: as kSecond (no setup, weights
+//            first, then the wait for the expand, then A), and once its producer has waited it lets
+//            gemm2 (kSecond) launch.
+enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kMiddle };
+
+// One GEMM's per-group setup, as launch_sm90_setups runs it: the problem shapes, pointers, strides
+// and claim words that the CUTLASS kernel reads, written from the expert offsets. Filled by
+// launch_sm90_grouped_gemm when Sm90GemmArgs::setup_job is set (the layout of the scratch is the
+// tile's), so that two GEMMs' setups can run as one launch.
+struct Sm90SetupJob {
+  const int64_t* offsets = nullptr;
+  int experts = 0;
+  int64_t max_rows = 0;
+  int n = 0, k = 0, n_out = 0;  // n_out: D's row stride (n / 2 after the gated epilogue)
+  const unsigned char* a = nullptr;
+  const unsigned char* b = nullptr;
+  unsigned char* d = nullptr;
+  int ab_bytes = 2, d_bytes = 2;  // element sizes of A and B, and of D
+  int* shapes = nullptr;          // <M, N, K> a group
+  unsigned long long* words = nullptr;  // the claim words (counter, order word, last claims)
+  const void** ptr_a = nullptr;
+  const void** ptr_b = nullptr;
+  void** ptr_d = nullptr;
+  int64_t* stride_a = nullptr;  // each stride's one dynamic mode: the row stride
+  int64_t* stride_b = nullptr;
+  int64_t* stride_d = nullptr;
+  unsigned long long order = 0;  // the order word (claimed_order_word)
+};
+
+// Runs `count` (1 or 2) setup jobs as one kernel, on `stream`; with `pdl` launched with programmatic
+// dependent launch, each CTA waiting for the kernel before first (it may still read this scratch).
+Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* stream);
 
 struct Sm90GemmArgs {
   Sm90Tile tile = Sm90Tile::kM128N256C1x1;
@@ -100,6 +131,8 @@ struct Sm90GemmArgs {
   Sm90Overlap overlap = Sm90Overlap::kNone;
   bool run_setup = true;  // enqueue the per-group setup kernel
   bool run_gemm = true;   // enqueue the GEMM
+  // With run_setup: write the setup's job here instead of launching it (launch_sm90_setups).
+  Sm90SetupJob* setup_job = nullptr;
 };
 
 // Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, plus

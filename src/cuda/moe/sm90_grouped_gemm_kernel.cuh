@@ -251,10 +251,14 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
-// CUTLASS's ptr-array mainloop, but for gemm2 of an overlapped pair (Sm90Overlap::kSecond): on a
-// CTA's first tile its producer issues the weight (B) loads of the first stages, then waits for
-// gemm1 (griddepcontrol.wait: gemm1 wrote A), then A's loads. Each stage's barrier expects A's and
-// B's bytes together (producer_acquire), so the order of the two copies changes nothing else.
+// CUTLASS's ptr-array mainloop, but for a GEMM launched before the kernel that writes its A has
+// completed (Sm90Overlap::kSecond, gemm2 under gemm1; kMiddle, gemm1 under the expand): on a CTA's
+// first tile its producer issues the weight (B) loads of the first stages, then waits for the kernel
+// before (griddepcontrol.wait: it wrote A), then A's loads. Each stage's barrier expects A's and B's
+// bytes together (producer_acquire), so the order of the two copies changes nothing else. Under
+// kMiddle the producer then lets gemm2 launch: the CTA has waited (launch_dependents counts once a
+// CTA, from whichever thread issues it first), and no other thread of the kernel reads what the
+// expand writes.
 template <class Base>
 struct OverlapMainloop : Base {
   using typename Base::GmemTiledCopyA;
@@ -288,7 +292,9 @@ struct OverlapMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     using namespace cute;
-    if (params.overlap != static_cast<int>(Sm90Overlap::kSecond) || waited_) {
+    const bool weights_first = params.overlap == static_cast<int>(Sm90Overlap::kSecond) ||
+                               params.overlap == static_cast<int>(Sm90Overlap::kMiddle);
+    if (!weights_first || waited_) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, input_tensormaps, blk_coord, k_tile_iter, k_tile_count,
                  thread_idx, block_rank_in_cluster, shared_tensors);
       return;
@@ -332,7 +338,8 @@ struct OverlapMainloop : Base {
       pipeline.producer_acquire(st);
       copy_b(st, *it_b);
     }
-    pdl_wait();  // gemm1 has completed: its rows (this GEMM's A) are written
+    pdl_wait();  // the kernel before has completed: its rows (this GEMM's A) are written
+    if (params.overlap == static_cast<int>(Sm90Overlap::kMiddle)) pdl_launch_dependents();
     st = smem_pipe_write;
     KTileIterator it = k_tile_iter;
     for (int i = 0; i < ahead; ++i, ++st, ++it) copy_a(st, *it);
@@ -415,42 +422,6 @@ struct ScratchLayout {
   }
 };
 
-// Fills group e's problem shape, pointers and strides from the expert offsets (one thread a group).
-template <class Cfg, typename ElementAB, typename ElementD>
-__global__ void setup_groups_kernel(const int64_t* __restrict__ offsets, int experts, int64_t max_rows, int n, int k, int n_out,
-                                    const ElementAB* a, const ElementAB* b, ElementD* d, UnderlyingShape* shapes,
-                                    const ElementAB** ptr_a, const ElementAB** ptr_b, ElementD** ptr_d,
-                                    typename Cfg::StrideA* stride_a, typename Cfg::StrideB* stride_b,
-                                    typename Cfg::StrideD* stride_d, unsigned long long order) {
-  // Launched with PDL (an overlapped pair): wait for the kernel before, whose GEMM may still read
-  // this scratch; without PDL both calls do nothing.
-  pdl_enter();
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e == 0) {
-    auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes) + claim_words_offset(experts));
-    words[0] = 0;
-    words[1] = order;
-    words[2] = 0;
-  }
-  if (e >= experts) return;
-  // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
-  const int64_t begin = min(max(offsets[e], int64_t{0}), max_rows);
-  const int64_t end = min(max(offsets[e + 1], begin), max_rows);
-  shapes[e] = UnderlyingShape{static_cast<int>(end - begin), n, k};
-  ptr_a[e] = a + begin * k;
-  ptr_b[e] = b + static_cast<int64_t>(e) * n * k;
-  ptr_d[e] = d + begin * n_out;
-  typename Cfg::StrideA sa{};
-  get<0>(sa) = k;  // (M, K, L): row stride K
-  typename Cfg::StrideB sb{};
-  get<0>(sb) = k;  // (N, K, L): row stride K
-  typename Cfg::StrideD sd{};
-  get<0>(sd) = n_out;  // (M, N, L): row stride n, or n / 2 after the gated epilogue
-  stride_a[e] = sa;
-  stride_b[e] = sb;
-  stride_d[e] = sd;
-}
-
 template <class Cfg>
 typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shapes, void* ptr_a, void* stride_a,
                                              void* ptr_b, void* stride_b, void* ptr_d, void* stride_d,
@@ -516,6 +487,46 @@ unsigned long long claimed_order_word(Sm90TileOrder order) {
   return order_word(lookahead, cute::size<0>(typename Cfg::TileShape{}));
 }
 
+// The setup kernel (sm90_setup.cu) writes each group's shape as three ints and each stride as its
+// one dynamic mode, an int64 (the row stride): true of these types, which the asserts check (a cute
+// tuple stores its non-empty elements in order, cute/container/tuple.hpp's ESO).
+template <class Stride>
+constexpr bool kRowStrideOnly = sizeof(Stride) == sizeof(int64_t) &&
+                                std::is_same_v<std::remove_cvref_t<decltype(get<0>(Stride{}))>, int64_t>;
+
+// The setup job of configuration Cfg for `a`, its arrays at the scratch layout's places.
+template <class Cfg>
+Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
+  static_assert(kRowStrideOnly<typename Cfg::StrideA> && kRowStrideOnly<typename Cfg::StrideB> &&
+                kRowStrideOnly<typename Cfg::StrideD>, "the setup kernel writes each stride as one int64");
+  static_assert(std::is_same_v<UnderlyingShape, Shape<int, int, int>>, "the setup kernel writes <M, N, K> as three ints");
+  using ElementAB = typename Cfg::Gemm::ElementA;
+  using ElementD = typename Cfg::Gemm::GemmKernel::ElementD;
+  char* base = static_cast<char*>(a.scratch);
+  Sm90SetupJob j;
+  j.offsets = a.expert_offsets;
+  j.experts = a.experts;
+  j.max_rows = a.max_rows;
+  j.n = static_cast<int>(a.n);
+  j.k = static_cast<int>(a.k);
+  j.n_out = static_cast<int>(Cfg::kGated ? a.n / 2 : a.n);
+  j.a = static_cast<const unsigned char*>(a.a);
+  j.b = static_cast<const unsigned char*>(a.b);
+  j.d = static_cast<unsigned char*>(a.d);
+  j.ab_bytes = sizeof(ElementAB);
+  j.d_bytes = sizeof(ElementD);
+  j.shapes = reinterpret_cast<int*>(base + lay.shapes);
+  j.words = reinterpret_cast<unsigned long long*>(base + lay.shapes + claim_words_offset(a.experts));
+  j.ptr_a = reinterpret_cast<const void**>(base + lay.ptr_a);
+  j.ptr_b = reinterpret_cast<const void**>(base + lay.ptr_b);
+  j.ptr_d = reinterpret_cast<void**>(base + lay.ptr_d);
+  j.stride_a = reinterpret_cast<int64_t*>(base + lay.stride_a);
+  j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
+  j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
+  j.order = claimed_order_word<Cfg>(a.tile_order);
+  return j;
+}
+
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = OverlapMainloop>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
@@ -542,19 +553,16 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   void* workspace = base + lay.workspace;
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  constexpr int kThreads = 128;
-  const int blocks = (a.experts + kThreads - 1) / kThreads;
   // Overlapped pairs (Sm90Overlap) launch with PDL: the setup kernel waits for the kernel before it
   // (it writes the scratch an earlier GEMM read), the GEMM as its mode says.
   const bool pdl = a.overlap != Sm90Overlap::kNone;
-  if (a.run_setup)
-    MOEKIT_RETURN_IF_ERROR(launch_kernel_pdl(
-        "sm90 setup_groups_kernel", pdl, setup_groups_kernel<Cfg, ElementAB, ElementD>, {dim3(blocks), dim3(kThreads)}, stream,
-        a.expert_offsets, a.experts, a.max_rows, static_cast<int>(a.n), static_cast<int>(a.k), static_cast<int>(Gated ? a.n / 2 : a.n),
-        static_cast<const ElementAB*>(a.a), static_cast<const ElementAB*>(a.b), static_cast<ElementD*>(a.d), shapes,
-        static_cast<const ElementAB**>(ptr_a), static_cast<const ElementAB**>(ptr_b), static_cast<ElementD**>(ptr_d),
-        static_cast<typename Cfg::StrideA*>(stride_a), static_cast<typename Cfg::StrideB*>(stride_b),
-        static_cast<typename Cfg::StrideD*>(stride_d), claimed_order_word<Cfg>(a.tile_order)));
+  if (a.run_setup) {
+    const Sm90SetupJob job = setup_job<Cfg>(a, lay);
+    if (a.setup_job != nullptr)
+      *a.setup_job = job;  // the caller launches it, with the other GEMM's
+    else
+      MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(&job, 1, pdl, stream));
+  }
   if (!a.run_gemm) return Status::Ok();
 
   auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);

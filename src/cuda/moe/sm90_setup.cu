@@ -1,0 +1,55 @@
+// The sm_90a grouped GEMM's per-group setup kernel (Sm90SetupJob): one launch for one GEMM, or for
+// both GEMMs of an overlapped pair, whose setups then cost the layer one kernel instead of two
+// (docs/perf-notes.md step 28). Plain CUDA: the CUTLASS side (sm90_grouped_gemm_kernel.cuh) fills
+// the jobs with its scratch layout and order word, and checks that its stride and shape types are
+// the plain integers written here.
+#include <string>
+
+#include "cuda/moe/pdl.cuh"
+#include "cuda/moe/sm90_grouped_gemm.h"
+
+namespace moekit::cuda::moe {
+namespace {
+
+constexpr int kSetupThreads = 128;
+
+// Job blockIdx.y, one thread a group.
+__global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
+  // Launched with PDL: wait for the kernel before, whose GEMM may still read this scratch; without
+  // PDL both calls do nothing.
+  pdl_enter();
+  const Sm90SetupJob& j = blockIdx.y == 0 ? first : second;
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e == 0) {
+    j.words[0] = 0;
+    j.words[1] = j.order;
+    j.words[2] = 0;
+  }
+  if (e >= j.experts) return;
+  // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
+  const int64_t begin = min(max(j.offsets[e], int64_t{0}), j.max_rows);
+  const int64_t end = min(max(j.offsets[e + 1], begin), j.max_rows);
+  j.shapes[3 * e] = static_cast<int>(end - begin);
+  j.shapes[3 * e + 1] = j.n;
+  j.shapes[3 * e + 2] = j.k;
+  j.ptr_a[e] = j.a + begin * j.k * j.ab_bytes;
+  j.ptr_b[e] = j.b + static_cast<int64_t>(e) * j.n * j.k * j.ab_bytes;
+  j.ptr_d[e] = j.d + begin * j.n_out * j.d_bytes;
+  j.stride_a[e] = j.k;  // (M, K, L): row stride K
+  j.stride_b[e] = j.k;  // (N, K, L): row stride K
+  j.stride_d[e] = j.n_out;
+}
+
+}  // namespace
+
+Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* stream) {
+  if (jobs == nullptr || count < 1 || count > 2)
+    return Status::InvalidArgument("sm90 setup: " + std::to_string(count) + " jobs (1 or 2)");
+  int experts = 0;
+  for (int i = 0; i < count; ++i) experts = std::max(experts, jobs[i].experts);
+  const dim3 grid((experts + kSetupThreads - 1) / kSetupThreads, count);
+  return launch_kernel_pdl("sm90 setup kernel", pdl, sm90_setup_kernel, {grid, dim3(kSetupThreads)}, stream, jobs[0],
+                           jobs[count - 1]);
+}
+
+}  // namespace moekit::cuda::moe
