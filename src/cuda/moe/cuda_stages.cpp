@@ -273,10 +273,11 @@ Status build_maps_stage(const StageContext& c) {
 // ---- expand ----------------------------------------------------------------------------------------
 // How much of the two sm_90a GEMMs' starts overlap the kernel before each (Sm90Overlap;
 // docs/perf-notes.md steps 27 c and 28), by MOEKIT_SM90_OVERLAP: 0 none; 1 gemm2's first weight
-// stages under gemm1's tail (both setups launched by gemm1's stage); 2 also gemm1's under the
-// expand (both setups launched before the expand, by its stage); 3 (the default) as 2 with both
-// setups in one kernel.
-enum class OverlapLevel { kOff = 0, kGemm2 = 1, kBoth = 2, kBothOneSetup = 3 };
+// stages under gemm1's tail, both setups launched by gemm1's stage (step 27 c); 2 also gemm1's under
+// the expand, both setups launched before the expand by its stage; 3 as 2 with both setups in one
+// kernel; 4 (the default) as 1 with both setups in one kernel.
+enum class OverlapLevel { kOff = 0, kGemm2 = 1, kBoth = 2, kBothOneSetup = 3, kGemm2OneSetup = 4 };
+[[maybe_unused]] bool gemm1_under_expand(OverlapLevel l) { return l == OverlapLevel::kBoth || l == OverlapLevel::kBothOneSetup; }
 
 [[maybe_unused]] OverlapLevel sm90_overlap(const StageContext& c);
 #if MOEKIT_HAS_SM90_GEMM
@@ -309,7 +310,7 @@ Status expand_stage(const StageContext& c) {
                               " tokens x " + std::to_string(a.out_rows_per_token));
   }
 #if MOEKIT_HAS_SM90_GEMM
-  if (const OverlapLevel level = sm90_overlap(c); level >= OverlapLevel::kBoth)
+  if (const OverlapLevel level = sm90_overlap(c); gemm1_under_expand(level))
     MOEKIT_RETURN_IF_ERROR(sm90_setups_before_expand(c, level));
 #endif
   return launch_expand(a, stream_of(c));
@@ -564,7 +565,7 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 [[maybe_unused]] OverlapLevel sm90_overlap(const StageContext& c) {
   static const OverlapLevel allowed = [] {
     const char* v = std::getenv("MOEKIT_SM90_OVERLAP");
-    if (v == nullptr || v[0] == '\0' || v[1] != '\0' || v[0] < '0' || v[0] > '3') return OverlapLevel::kBothOneSetup;
+    if (v == nullptr || v[0] == '\0' || v[1] != '\0' || v[0] < '0' || v[0] > '4') return OverlapLevel::kGemm2OneSetup;
     return static_cast<OverlapLevel>(v[0] - '0');
   }();
   if (allowed == OverlapLevel::kOff || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) ||
@@ -587,9 +588,25 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 }
 
 #if MOEKIT_HAS_SM90_GEMM
-// Level 2 and 3: both GEMMs' setups, launched (with PDL) by the expand's stage before the expand, so
-// that gemm1 (Sm90Overlap::kMiddle) can read its groups at once and stream its first weight stages
-// while the expand still runs.
+// Both GEMMs' setups (`first` and `second` with run_gemm false), as two setup kernels or, at levels
+// 3 and 4, as one (Sm90SetupJob): each launched with PDL, waiting for the kernel before first.
+Status launch_pair_setups(const StageContext& c, Sm90GemmArgs& first, Sm90GemmArgs& second, OverlapLevel level) {
+  if (level != OverlapLevel::kBothOneSetup && level != OverlapLevel::kGemm2OneSetup) {
+    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(first, stream_of(c)));
+    return launch_sm90_grouped_gemm(second, stream_of(c));
+  }
+  Sm90SetupJob jobs[2];
+  first.setup_job = &jobs[0];
+  second.setup_job = &jobs[1];
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(first, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(second, stream_of(c)));
+  first.setup_job = second.setup_job = nullptr;
+  return launch_sm90_setups(jobs, 2, /*pdl=*/true, stream_of(c));
+}
+
+// Levels 2 and 3: both GEMMs' setups, launched by the expand's stage before the expand, so that
+// gemm1 (Sm90Overlap::kMiddle) can read its groups at once and stream its first weight stages while
+// the expand still runs.
 Status sm90_setups_before_expand(const StageContext& c, OverlapLevel level) {
   const bool gated = sm90_gemm1_gated(c);
   auto first = sm90_args(c, gemm_args(c, true), sm90_gemm1_out(c, gated), true, gated);
@@ -599,16 +616,7 @@ Status sm90_setups_before_expand(const StageContext& c, OverlapLevel level) {
   first->overlap = Sm90Overlap::kMiddle;
   second->overlap = Sm90Overlap::kSecond;
   first->run_gemm = second->run_gemm = false;
-  if (level == OverlapLevel::kBoth) {
-    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*first, stream_of(c)));
-    return launch_sm90_grouped_gemm(*second, stream_of(c));
-  }
-  Sm90SetupJob jobs[2];
-  first->setup_job = &jobs[0];
-  second->setup_job = &jobs[1];
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*first, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*second, stream_of(c)));
-  return launch_sm90_setups(jobs, 2, /*pdl=*/true, stream_of(c));
+  return launch_pair_setups(c, *first, *second, level);
 }
 #endif
 
@@ -623,7 +631,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
     a->run_setup = false;
     return launch_sm90_grouped_gemm(*a, stream_of(c));
   }
-  if (level >= OverlapLevel::kBoth && gated == sm90_gemm1_gated(c) && d == sm90_gemm1_out(c, gated)) {
+  if (gemm1_under_expand(level) && gated == sm90_gemm1_gated(c) && d == sm90_gemm1_out(c, gated)) {
     a->overlap = Sm90Overlap::kMiddle;  // set up by the expand's stage, as this stage would
     a->run_setup = false;
     return launch_sm90_grouped_gemm(*a, stream_of(c));
@@ -634,8 +642,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
   a->overlap = Sm90Overlap::kFirst;
   second->overlap = Sm90Overlap::kSecond;
   a->run_gemm = second->run_gemm = false;
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*a, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*second, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_pair_setups(c, *a, *second, level));
   a->run_gemm = true;
   a->run_setup = false;
   return launch_sm90_grouped_gemm(*a, stream_of(c));
