@@ -271,19 +271,6 @@ Status build_maps_stage(const StageContext& c) {
 }
 
 // ---- expand ----------------------------------------------------------------------------------------
-// How much of the two sm_90a GEMMs' starts overlap the kernel before each (Sm90Overlap;
-// docs/perf-notes.md steps 27 c and 28), by MOEKIT_SM90_OVERLAP: 0 none; 1 gemm2's first weight
-// stages under gemm1's tail, both setups launched by gemm1's stage (step 27 c); 2 also gemm1's under
-// the expand, both setups launched before the expand by its stage; 3 as 2 with both setups in one
-// kernel; 4 (the default) as 1 with both setups in one kernel.
-enum class OverlapLevel { kOff = 0, kGemm2 = 1, kBoth = 2, kBothOneSetup = 3, kGemm2OneSetup = 4 };
-[[maybe_unused]] bool gemm1_under_expand(OverlapLevel l) { return l == OverlapLevel::kBoth || l == OverlapLevel::kBothOneSetup; }
-
-[[maybe_unused]] OverlapLevel sm90_overlap(const StageContext& c);
-#if MOEKIT_HAS_SM90_GEMM
-Status sm90_setups_before_expand(const StageContext& c, OverlapLevel level);
-#endif
-
 Status expand_stage(const StageContext& c) {
   ExpandArgs a;
   a.hidden = c.inputs.hidden.data();
@@ -309,10 +296,6 @@ Status expand_stage(const StageContext& c) {
       return Status::Internal("cuda expand: " + std::to_string(out_rows(c)) + " output rows for " + std::to_string(a.tokens) +
                               " tokens x " + std::to_string(a.out_rows_per_token));
   }
-#if MOEKIT_HAS_SM90_GEMM
-  if (const OverlapLevel level = sm90_overlap(c); gemm1_under_expand(level))
-    MOEKIT_RETURN_IF_ERROR(sm90_setups_before_expand(c, level));
-#endif
   return launch_expand(a, stream_of(c));
 }
 
@@ -557,92 +540,48 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 }
 #endif
 
-// Where the stages take it: both GEMMs on the sm_90a kernel, PDL on, and gemm2 on the 64 x 128 tile
-// without a cluster at up to 32 routed rows an expert, where every expert keeps to one M tile and
-// the claimed order runs. Measured on an H100 there (step 27 c, level 1): Qwen3-30B-A3B T=64 -1.6%
-// and T=256 -1.4% a layer, GPT-OSS, Mixtral and DeepSeek-V3 -0.1..-0.3%; at 64 rows an expert
-// (Qwen3 T=1024) +0.3%, on the 128 x 256 tile up to +1.4% (Mixtral T=1024).
-[[maybe_unused]] OverlapLevel sm90_overlap(const StageContext& c) {
-  static const OverlapLevel allowed = [] {
+// Whether gemm2's first weight stages stream under gemm1's tail (Sm90Overlap; docs/perf-notes.md
+// step 27 c): both GEMMs on the sm_90a kernel, PDL on, and gemm2 on the 64 x 128 tile without a
+// cluster at up to 32 routed rows an expert, where every expert keeps to one M tile and the claimed
+// order runs. Measured on an H100 there: Qwen3-30B-A3B T=64 -1.6% and T=256 -1.4% a layer, GPT-OSS,
+// Mixtral and DeepSeek-V3 -0.1..-0.3%; at 64 rows an expert (Qwen3 T=1024) +0.3%, on the 128 x 256
+// tile up to +1.4% (Mixtral T=1024). Both setups then run as one kernel (step 28: up to 0.5% more at
+// Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
+[[maybe_unused]] bool sm90_overlap(const StageContext& c) {
+  static const bool allowed = [] {
     const char* v = std::getenv("MOEKIT_SM90_OVERLAP");
-    if (v == nullptr || v[0] == '\0' || v[1] != '\0' || v[0] < '0' || v[0] > '4') return OverlapLevel::kGemm2OneSetup;
-    return static_cast<OverlapLevel>(v[0] - '0');
+    return !(v != nullptr && v[0] == '0');
   }();
-  if (allowed == OverlapLevel::kOff || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) ||
-      tile_for(c, false) != GemmTile::kSm90M64N128C1x1)
-    return OverlapLevel::kOff;
+  if (!allowed || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) || tile_for(c, false) != GemmTile::kSm90M64N128C1x1) return false;
   const int64_t rows = max_rows(c);
   const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
-  return rows > 0 && rows <= kSm90OverlapMaxRowsPerExpert * active ? allowed : OverlapLevel::kOff;
+  return rows <= kSm90OverlapMaxRowsPerExpert * active;
 }
-
-// gemm1's sm_90a epilogue as the fused gemm1 + activation stage runs it: the gated activation for
-// interleaved gate/up rows (into gemm2's input), else plain rows (into gemm1_out). The expand's stage
-// sets gemm1 up on this assumption; gemm1's stage checks it (a plan with gemm1 and the activation
-// as separate stages sets itself up again).
-[[maybe_unused]] bool sm90_gemm1_gated(const StageContext& c) {
-  return activation_is_gated(c.problem.activation.kind) && c.problem.gate_up_layout == GateUpLayout::kInterleaved;
-}
-[[maybe_unused]] void* sm90_gemm1_out(const StageContext& c, bool gated) {
-  return gated ? c.buffers.gemm2_in.data() : c.buffers.gemm1_out.data();
-}
-
-#if MOEKIT_HAS_SM90_GEMM
-// Both GEMMs' setups (`first` and `second` with run_gemm false), as two setup kernels or, at levels
-// 3 and 4, as one (Sm90SetupJob): each launched with PDL, waiting for the kernel before first.
-Status launch_pair_setups(const StageContext& c, Sm90GemmArgs& first, Sm90GemmArgs& second, OverlapLevel level) {
-  if (level != OverlapLevel::kBothOneSetup && level != OverlapLevel::kGemm2OneSetup) {
-    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(first, stream_of(c)));
-    return launch_sm90_grouped_gemm(second, stream_of(c));
-  }
-  Sm90SetupJob jobs[2];
-  first.setup_job = &jobs[0];
-  second.setup_job = &jobs[1];
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(first, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(second, stream_of(c)));
-  first.setup_job = second.setup_job = nullptr;
-  return launch_sm90_setups(jobs, 2, /*pdl=*/true, stream_of(c));
-}
-
-// Levels 2 and 3: both GEMMs' setups, launched by the expand's stage before the expand, so that
-// gemm1 (Sm90Overlap::kMiddle) can read its groups at once and stream its first weight stages while
-// the expand still runs.
-Status sm90_setups_before_expand(const StageContext& c, OverlapLevel level) {
-  const bool gated = sm90_gemm1_gated(c);
-  auto first = sm90_args(c, gemm_args(c, true), sm90_gemm1_out(c, gated), true, gated);
-  if (!first.ok()) return first.status();
-  auto second = sm90_args(c, gemm_args(c, false), c.buffers.gemm2_out.data(), false, false);
-  if (!second.ok()) return second.status();
-  first->overlap = Sm90Overlap::kMiddle;
-  second->overlap = Sm90Overlap::kSecond;
-  first->run_gemm = second->run_gemm = false;
-  return launch_pair_setups(c, *first, *second, level);
-}
-#endif
 
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
 #if MOEKIT_HAS_SM90_GEMM
   auto a = sm90_args(c, g, d, first, gated);
   if (!a.ok()) return a.status();
-  const OverlapLevel level = sm90_overlap(c);
-  if (level == OverlapLevel::kOff) return launch_sm90_grouped_gemm(*a, stream_of(c));
-  if (!first) {  // set up by gemm1's or the expand's stage
+  if (!sm90_overlap(c)) return launch_sm90_grouped_gemm(*a, stream_of(c));
+  if (!first) {  // set up by gemm1's stage
     a->overlap = Sm90Overlap::kSecond;
     a->run_setup = false;
     return launch_sm90_grouped_gemm(*a, stream_of(c));
   }
-  if (gemm1_under_expand(level) && gated == sm90_gemm1_gated(c) && d == sm90_gemm1_out(c, gated)) {
-    a->overlap = Sm90Overlap::kMiddle;  // set up by the expand's stage, as this stage would
-    a->run_setup = false;
-    return launch_sm90_grouped_gemm(*a, stream_of(c));
-  }
-  // gemm1: both setups, then the GEMM (gemm2's setup is then two launches before gemm2).
+  // gemm1: both setups as one kernel (each GEMM writes its job instead of launching it), then the
+  // GEMM; gemm2's setup is then two launches before gemm2.
   auto second = sm90_args(c, gemm_args(c, false), c.buffers.gemm2_out.data(), false, false);
   if (!second.ok()) return second.status();
   a->overlap = Sm90Overlap::kFirst;
   second->overlap = Sm90Overlap::kSecond;
   a->run_gemm = second->run_gemm = false;
-  MOEKIT_RETURN_IF_ERROR(launch_pair_setups(c, *a, *second, level));
+  Sm90SetupJob jobs[2];
+  a->setup_job = &jobs[0];
+  second->setup_job = &jobs[1];
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*a, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*second, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, /*pdl=*/true, stream_of(c)));
+  a->setup_job = nullptr;
   a->run_gemm = true;
   a->run_setup = false;
   return launch_sm90_grouped_gemm(*a, stream_of(c));

@@ -60,19 +60,16 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
 
-// A GEMM's first weight stages streamed under the kernel before it, through programmatic dependent
-// launch (docs/perf-notes.md steps 27 c, 28; the stages choose it, cuda_stages.cpp sm90_overlap).
+// gemm2's first weight stages streamed under gemm1's tail, through programmatic dependent launch
+// (docs/perf-notes.md step 27 c; the stages choose it, cuda_stages.cpp sm90_overlap).
 //   kNone    setup kernel and GEMM in order, without PDL (the default).
-//   kFirst   gemm1 of a pair: both setups launched before it (run_setup on gemm2's arguments with
-//            run_gemm false), the GEMM launched with PDL; it waits for the setups, then lets gemm2
+//   kFirst   gemm1 of a pair: both setups launched before it (one setup kernel for both GEMMs:
+//            Sm90SetupJob), the GEMM launched with PDL; it waits for the setups, then lets gemm2
 //            launch.
-//   kSecond  gemm2 of a pair: no setup (launched two or more launches back), the GEMM launched with
-//            PDL; each CTA streams the weights of its first stages, then waits for the kernel before
-//            (gemm1), then loads A.
-//   kMiddle  gemm1 of a pair whose setups ran before the expand: as kSecond (no setup, weights
-//            first, then the wait for the expand, then A), and once its producer has waited it lets
-//            gemm2 (kSecond) launch.
-enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kMiddle };
+//   kSecond  gemm2 of a pair: no setup (gemm1's stage ran it, two launches back), the GEMM launched
+//            with PDL; each CTA streams the weights of its first stages, then waits for gemm1, then
+//            loads A.
+enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
 
 // One GEMM's per-group setup, as launch_sm90_setups runs it: the problem shapes, pointers, strides
 // and claim words that the CUTLASS kernel reads, written from the expert offsets. Filled by

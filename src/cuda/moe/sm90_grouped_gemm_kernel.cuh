@@ -1,8 +1,8 @@
 // The sm_90a grouped GEMM's CUTLASS side: one configuration per Sm90Tile (tile shape, schedule,
 // cluster) and epilogue (a plain TMA store, or the gated activation of sm90_gated_epilogue.cuh), the
-// per-group setup kernel, and the launch. Included only by sm90_tile_instance.cu, which CMake compiles
-// twice per tile (MOEKIT_SM90_TILE, MOEKIT_SM90_GATED) so that the CUTLASS instantiations, about a
-// minute of nvcc each, build in parallel.
+// per-group setup's job (which sm90_setup.cu's kernel runs), and the launch. Included only by
+// sm90_tile_instance.cu, which CMake compiles twice per tile (MOEKIT_SM90_TILE, MOEKIT_SM90_GATED) so
+// that the CUTLASS instantiations, about a minute of nvcc each, build in parallel.
 //
 // What the host passes to CUTLASS (checked against CUTLASS 4.2.0's code):
 //  - GroupProblemShape{experts, device shapes, host shapes = nullptr}. Without host shapes the group
@@ -251,14 +251,10 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
 
-// CUTLASS's ptr-array mainloop, but for a GEMM launched before the kernel that writes its A has
-// completed (Sm90Overlap::kSecond, gemm2 under gemm1; kMiddle, gemm1 under the expand): on a CTA's
-// first tile its producer issues the weight (B) loads of the first stages, then waits for the kernel
-// before (griddepcontrol.wait: it wrote A), then A's loads. Each stage's barrier expects A's and B's
-// bytes together (producer_acquire), so the order of the two copies changes nothing else. Under
-// kMiddle the producer then lets gemm2 launch: the CTA has waited (launch_dependents counts once a
-// CTA, from whichever thread issues it first), and no other thread of the kernel reads what the
-// expand writes.
+// CUTLASS's ptr-array mainloop, but for gemm2 of an overlapped pair (Sm90Overlap::kSecond): on a
+// CTA's first tile its producer issues the weight (B) loads of the first stages, then waits for
+// gemm1 (griddepcontrol.wait: gemm1 wrote A), then A's loads. Each stage's barrier expects A's and
+// B's bytes together (producer_acquire), so the order of the two copies changes nothing else.
 template <class Base>
 struct OverlapMainloop : Base {
   using typename Base::GmemTiledCopyA;
@@ -292,9 +288,7 @@ struct OverlapMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     using namespace cute;
-    const bool weights_first = params.overlap == static_cast<int>(Sm90Overlap::kSecond) ||
-                               params.overlap == static_cast<int>(Sm90Overlap::kMiddle);
-    if (!weights_first || waited_) {
+    if (params.overlap != static_cast<int>(Sm90Overlap::kSecond) || waited_) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, input_tensormaps, blk_coord, k_tile_iter, k_tile_count,
                  thread_idx, block_rank_in_cluster, shared_tensors);
       return;
@@ -338,8 +332,7 @@ struct OverlapMainloop : Base {
       pipeline.producer_acquire(st);
       copy_b(st, *it_b);
     }
-    pdl_wait();  // the kernel before has completed: its rows (this GEMM's A) are written
-    if (params.overlap == static_cast<int>(Sm90Overlap::kMiddle)) pdl_launch_dependents();
+    pdl_wait();  // gemm1 has completed: its rows (this GEMM's A) are written
     st = smem_pipe_write;
     KTileIterator it = k_tile_iter;
     for (int i = 0; i < ahead; ++i, ++st, ++it) copy_a(st, *it);
