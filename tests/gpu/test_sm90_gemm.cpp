@@ -652,13 +652,41 @@ TEST(Sm90GroupedGemm, TwoSetupsInOneLaunch) {
     g2.check("second GEMM (kSecond) after " + tile_label(first_tile));
     MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
   }
-  // Bad job counts are refused before anything is launched.
-  cuda::moe::Sm90SetupJob job;
-  for (int count : {0, 3}) {
-    const Status st = cuda::moe::launch_sm90_setups(&job, count, false, nullptr);
-    EXPECT_FALSE(st.ok());
-    EXPECT_NE(st.to_string().find(std::to_string(count) + " jobs"), std::string::npos) << st.to_string();
-  }
+}
+
+// Bad jobs are refused, naming the job and the field, before anything is launched (so this runs
+// without a GPU too).
+TEST(Sm90GroupedGemm, SetupRejectsBadJobs) {
+  using cuda::moe::Sm90SetupJob;
+  auto refused = [](const Sm90SetupJob* jobs, int count, const std::string& says) {
+    const Status st = cuda::moe::launch_sm90_setups(jobs, count, false, nullptr);
+    EXPECT_FALSE(st.ok()) << says;
+    EXPECT_NE(st.to_string().find(says), std::string::npos) << st.to_string();
+  };
+  // A job whose fields are all valid, its arrays pointing at a host array (never written: refused first).
+  int64_t fake[8] = {};
+  Sm90SetupJob good;
+  good.offsets = fake;
+  good.experts = 4;
+  good.max_rows = 10;
+  good.n = good.k = good.n_out = 8;
+  good.shapes = reinterpret_cast<int*>(fake);
+  good.words = reinterpret_cast<unsigned long long*>(fake);
+  good.ptr_a = good.ptr_b = reinterpret_cast<const void**>(fake);
+  good.ptr_d = reinterpret_cast<void**>(fake);
+  good.stride_a = good.stride_b = good.stride_d = fake;
+  Sm90SetupJob jobs[3] = {good, good, good};
+  refused(jobs, 0, "0 jobs");
+  refused(jobs, 3, "3 jobs");
+  refused(nullptr, 1, "null jobs");
+  jobs[1].experts = 0;
+  refused(jobs, 2, "job 1: experts=0");
+  jobs[1] = good;
+  jobs[0].k = -8;
+  refused(jobs, 2, "job 0: n=8, k=-8");
+  jobs[0] = good;
+  jobs[1].stride_d = nullptr;
+  refused(jobs, 2, "job 1: null offsets or scratch array");
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {

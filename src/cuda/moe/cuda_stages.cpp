@@ -555,7 +555,8 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   if (!allowed || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) || tile_for(c, false) != GemmTile::kSm90M64N128C1x1) return false;
   const int64_t rows = max_rows(c);
   const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
-  return rows <= kSm90OverlapMaxRowsPerExpert * active;
+  // No rows (T = 0): each GEMM returns before its setup, so there is no pair to set up.
+  return rows > 0 && rows <= kSm90OverlapMaxRowsPerExpert * active;
 }
 
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {

@@ -3,6 +3,7 @@
 // (docs/perf-notes.md step 28). Plain CUDA: the CUTLASS side (sm90_grouped_gemm_kernel.cuh) fills
 // the jobs with its scratch layout and order word, and checks that its stride and shape types are
 // the plain integers written here.
+#include <algorithm>
 #include <string>
 
 #include "cuda/moe/pdl.cuh"
@@ -43,10 +44,22 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
 }  // namespace
 
 Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* stream) {
-  if (jobs == nullptr || count < 1 || count > 2)
-    return Status::InvalidArgument("sm90 setup: " + std::to_string(count) + " jobs (1 or 2)");
+  if (count < 1 || count > 2) return Status::InvalidArgument("sm90 setup: " + std::to_string(count) + " jobs (1 or 2)");
+  if (jobs == nullptr) return Status::InvalidArgument("sm90 setup: null jobs");
   int experts = 0;
-  for (int i = 0; i < count; ++i) experts = std::max(experts, jobs[i].experts);
+  for (int i = 0; i < count; ++i) {
+    const Sm90SetupJob& j = jobs[i];
+    const std::string which = "sm90 setup: job " + std::to_string(i) + ": ";
+    if (j.experts <= 0) return Status::InvalidArgument(which + "experts=" + std::to_string(j.experts) + " (must be positive)");
+    if (j.n <= 0 || j.k <= 0 || j.n_out <= 0 || j.max_rows < 0)
+      return Status::InvalidArgument(which + "n=" + std::to_string(j.n) + ", k=" + std::to_string(j.k) + ", n_out=" +
+                                     std::to_string(j.n_out) + ", max_rows=" + std::to_string(j.max_rows) +
+                                     " (n, k, n_out must be positive, max_rows not negative)");
+    if (j.offsets == nullptr || j.shapes == nullptr || j.words == nullptr || j.ptr_a == nullptr || j.ptr_b == nullptr ||
+        j.ptr_d == nullptr || j.stride_a == nullptr || j.stride_b == nullptr || j.stride_d == nullptr)
+      return Status::InvalidArgument(which + "null offsets or scratch array");
+    experts = std::max(experts, j.experts);
+  }
   const dim3 grid((experts + kSetupThreads - 1) / kSetupThreads, count);
   return launch_kernel_pdl("sm90 setup kernel", pdl, sm90_setup_kernel, {grid, dim3(kSetupThreads)}, stream, jobs[0],
                            jobs[count - 1]);
