@@ -97,6 +97,7 @@ struct Sm90SetupJob {
 
 // Runs `count` (1 or 2) setup jobs as one kernel, on `stream`; with `pdl` launched with programmatic
 // dependent launch, each CTA waiting for the kernel before first (it may still read this scratch).
+// Refuses, naming the job and field, a job without experts, with a non-positive size or a null array.
 Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* stream);
 
 struct Sm90GemmArgs {
