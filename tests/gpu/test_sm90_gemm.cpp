@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -227,9 +228,59 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   return args;
 }
 
-// Checks the output against the float64 reference; `out` (if given) gets the output's bits, `claims`
-// (if given) the claim counter the launch left in the scratch (sm90_claim_words_offset). With `out16`,
-// D is in the input type instead (as the layer's stages run it): poisoned with a 16-bit NaN code, its
+// One case's operands on the device: random A and B, the case's offsets (random ones, with empty
+// experts, where it gives no counts), D of max_rows = rows + 5 rows (the rows past the routed ones
+// must stay untouched) in float32 or the input type, and the GEMM's own scratch. run_case and the
+// paired-setup test build on it.
+struct CaseOperands {
+  Case c;
+  int64_t max_rows;
+  std::vector<uint16_t> a, b;
+  std::vector<int64_t> off;
+  DeviceBytes da, db, dd, doff, scratch;
+  mutable std::vector<double> ref;  // the float64 reference, computed on the first check
+  CaseOperands(const Case& cs, std::mt19937_64& rng)
+      : c(cs),
+        max_rows(cs.rows + 5),
+        a(random_codes(static_cast<size_t>(max_rows * cs.k), cs.type, rng)),
+        b(random_codes(static_cast<size_t>(cs.experts * cs.n * cs.k), cs.type, rng)),
+        off(case_offsets(cs.counts, cs.experts, cs.rows, rng)),
+        da(a.size() * 2),
+        db(b.size() * 2),
+        dd(static_cast<size_t>(max_rows * cs.n) * 4),
+        doff(off.size() * 8),
+        scratch(cuda::moe::sm90_gemm_scratch_bytes(cs.experts, cs.n, cs.k, cs.type, sm_count())) {
+    if (!allocated()) return;
+    cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice);
+    cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice);
+    cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice);
+  }
+  bool allocated() const { return da.p && db.p && dd.p && doff.p && scratch.p; }
+  Sm90GemmArgs args(Elem d_type = Elem::kF32) const {
+    Sm90GemmArgs g = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, d_type, c.experts, max_rows, c.n, c.k);
+    g.tile_order = c.order;
+    return g;
+  }
+  // The claim words the last launch left in the scratch (counter, order word, last claims).
+  std::array<uint64_t, 3> claim_words() const {
+    std::array<uint64_t, 3> words{};
+    cudaMemcpy(words.data(), scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost);
+    return words;
+  }
+  // Checks the float32 D against the float64 reference and the claim counter's reset; returns D.
+  std::vector<float> check(const std::string& what) const {
+    if (ref.empty()) ref = reference(a, b, off, c.n, c.k, Decoder(c.type));
+    std::vector<float> got(static_cast<size_t>(max_rows * c.n));
+    EXPECT_EQ(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess) << what;
+    check_output(got, ref, c.rows, max_rows, c.n, what);
+    EXPECT_EQ(claim_words()[0], 0u) << what << ": the launch's last claim resets the claim counter";
+    return got;
+  }
+};
+
+// Runs case `c` and checks it against the float64 reference; `out` (if given) gets the output's bits,
+// `claims` (if given) the claims the launch counted (the scratch's last claim word). With `out16`, D
+// is in the input type instead (as the layer's stages run it): poisoned with a 16-bit NaN code, its
 // rows past the routed ones checked to keep it, its bits returned in `out16` for the caller to check
 // (SixteenBitOutputIsTheFloat32OutputRounded).
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
@@ -239,68 +290,44 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
-  const int64_t max_rows = c.rows + 5;  // a few rows past the routed ones, which must stay untouched
-  const auto a = random_codes(static_cast<size_t>(max_rows * c.k), c.type, rng);
-  const auto b = random_codes(static_cast<size_t>(c.experts * c.n * c.k), c.type, rng);
-  const auto off = case_offsets(c.counts, c.experts, c.rows, rng);
-  const Decoder dec(c.type);
-  // The 16-bit run is checked against the float32 run's bits by its caller, not against float64.
-  const auto ref = out16 ? std::vector<double>{} : reference(a, b, off, c.n, c.k, dec);
-
-  const int sms = sm_count();
-  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(c.experts, c.n, c.k, c.type, sms);
-  ASSERT_GT(scratch_bytes, 0u);
-  DeviceBytes da(a.size() * 2), db(b.size() * 2), dd(static_cast<size_t>(max_rows * c.n) * 4),
-      doff(off.size() * 8), scratch(scratch_bytes);
-  ASSERT_TRUE(da.p && db.p && dd.p && doff.p && scratch.p);
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice));
+  const CaseOperands g(c, rng);
+  ASSERT_GT(g.scratch.bytes(), 0u);
+  ASSERT_TRUE(g.allocated());
+  const int64_t max_rows = g.max_rows;
   cudaStream_t stream;
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const uint16_t poison16 = nan16(c.type);
   std::vector<uint16_t> got16;
   if (out16) {
     got16.assign(static_cast<size_t>(max_rows * c.n), poison16);
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(dd.p, got16.data(), got16.size() * 2, cudaMemcpyHostToDevice));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(g.dd.p, got16.data(), got16.size() * 2, cudaMemcpyHostToDevice));
   } else {
-    fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+    fill_nan(g.dd.p, static_cast<size_t>(max_rows * c.n), stream);
   }
 
-  Sm90GemmArgs args = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, out16 ? c.type : Elem::kF32, c.experts,
-                                max_rows, c.n, c.k);
-  args.tile_order = c.order;
+  Sm90GemmArgs args = g.args(out16 ? c.type : Elem::kF32);
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   if (out16) {
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(got16.data(), dd.p, got16.size() * 2, cudaMemcpyDeviceToHost));
+    MOEKIT_ASSERT_CUDA(cudaMemcpy(got16.data(), g.dd.p, got16.size() * 2, cudaMemcpyDeviceToHost));
     EXPECT_EQ(poison_lost(got16, c.rows * c.n, poison16), 0) << what << ": elements past the routed rows were written";
     MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
     *out16 = std::move(got16);
     return;
   }
-  std::vector<float> got(static_cast<size_t>(max_rows * c.n));
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
-  check_output(got, ref, c.rows, max_rows, c.n, what);
-  uint64_t words[3] = {};
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost));
-  EXPECT_EQ(words[0], 0u) << what << ": the launch's last CTA resets the claim counter";
-  if (claims) *claims = words[2];
+  std::vector<float> got = g.check(what);
+  const uint64_t claimed = g.claim_words()[2];
+  if (claims) *claims = claimed;
   if (c.relaunch) {
-    fill_nan(dd.p, static_cast<size_t>(max_rows * c.n), stream);
+    fill_nan(g.dd.p, static_cast<size_t>(max_rows * c.n), stream);
     args.run_setup = false;
     args.overlap = cuda::moe::Sm90Overlap::kSecond;
     const Status again = cuda::moe::launch_sm90_grouped_gemm(args, stream);
     ASSERT_TRUE(again.ok()) << again.to_string();
     MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
-    check_output(got, ref, c.rows, max_rows, c.n, what + ", launched again without its setup");
-    uint64_t again_words[3] = {};
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(again_words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(again_words),
-                                  cudaMemcpyDeviceToHost));
-    EXPECT_EQ(again_words[0], 0u) << what << ", launched again";
-    EXPECT_EQ(again_words[2], words[2]) << what << ": the second launch claims as many tiles as the first";
+    g.check(what + ", launched again without its setup");
+    EXPECT_EQ(g.claim_words()[2], claimed) << what << ": the second launch claims as many tiles as the first";
   }
   MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
   if (out) *out = std::move(got);
@@ -567,45 +594,6 @@ TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
     }
 }
 
-// One GEMM's operands on the device for the paired-setup test: random A and B, random offsets with
-// empty experts, D poisoned with NaN, its own scratch.
-struct PairedGemm {
-  Case c;
-  int64_t max_rows;
-  std::vector<uint16_t> a, b;
-  std::vector<int64_t> off;
-  DeviceBytes da, db, dd, doff, scratch;
-  PairedGemm(const Case& cs, std::mt19937_64& rng)
-      : c(cs),
-        max_rows(cs.rows + 5),
-        a(random_codes(static_cast<size_t>(max_rows * cs.k), cs.type, rng)),
-        b(random_codes(static_cast<size_t>(cs.experts * cs.n * cs.k), cs.type, rng)),
-        off(random_offsets(cs.experts, cs.rows, rng)),
-        da(a.size() * 2),
-        db(b.size() * 2),
-        dd(static_cast<size_t>(max_rows * cs.n) * 4),
-        doff(off.size() * 8),
-        scratch(cuda::moe::sm90_gemm_scratch_bytes(cs.experts, cs.n, cs.k, cs.type, sm_count())) {
-    cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice);
-    cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice);
-    cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice);
-  }
-  bool allocated() const { return da.p && db.p && dd.p && doff.p && scratch.p; }
-  Sm90GemmArgs args() const {
-    Sm90GemmArgs g = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, Elem::kF32, c.experts, max_rows, c.n, c.k);
-    g.tile_order = c.order;
-    return g;
-  }
-  void check(const std::string& what) const {
-    std::vector<float> got(static_cast<size_t>(max_rows * c.n));
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
-    check_output(got, reference(a, b, off, c.n, c.k, Decoder(c.type)), c.rows, max_rows, c.n, what);
-    uint64_t words[3] = {};
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(words, scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(words[0], 0u) << what << ": the launch's last claim resets the claim counter";
-  }
-};
-
 // The stages' overlapped pair (docs/perf-notes.md steps 27 c, 28): each GEMM's setup written as a
 // job instead of launched, both jobs run by one setup kernel, then the two GEMMs without their
 // setups, the first as the pair's gemm1 (Sm90Overlap::kFirst), the second as its gemm2 (kSecond:
@@ -619,7 +607,7 @@ TEST(Sm90GroupedGemm, TwoSetupsInOneLaunch) {
     c1.order = Sm90TileOrder::kAuto;
     Case c2{Elem::kF16, 13, 120, 136, 520, Sm90Tile::kM64N128C1x1};
     c2.order = Sm90TileOrder::kClaimed;
-    PairedGemm g1(c1, rng), g2(c2, rng);
+    const CaseOperands g1(c1, rng), g2(c2, rng);
     ASSERT_TRUE(g1.allocated() && g2.allocated());
     cudaStream_t stream;
     MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -415,13 +415,15 @@ struct ScratchLayout {
   }
 };
 
+// CUTLASS's arguments for configuration Cfg, its per-group arrays where `job` (setup_job) put them;
+// without a job (workspace_bytes) the arrays are null: only the workspace size is asked of them.
 template <class Cfg>
-typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shapes, void* ptr_a, void* stride_a,
-                                             void* ptr_b, void* stride_b, void* ptr_d, void* stride_d,
-                                             int sm_count, const Sm90GemmArgs* gated = nullptr) {
+typename Cfg::Gemm::Arguments make_arguments(int experts, const Sm90SetupJob* job, int sm_count,
+                                             const Sm90GemmArgs* gated = nullptr) {
   using Gemm = typename Cfg::Gemm;
   using ElementAB = typename Gemm::ElementA;
   using ElementD = typename Gemm::GemmKernel::ElementD;
+  auto* shapes = job ? reinterpret_cast<UnderlyingShape*>(job->shapes) : nullptr;
   cutlass::KernelHardwareInfo hw_info;
   hw_info.device_id = 0;  // only read when sm_count <= 0, which launch_sm90_grouped_gemm refuses
   hw_info.sm_count = sm_count;
@@ -431,10 +433,11 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
   const int overlap = gated ? static_cast<int>(gated->overlap) : 0;
   args.problem_shape = ProblemShape{{experts, shapes, nullptr}, overlap};
   if constexpr (requires { args.mainloop.overlap; }) args.mainloop.overlap = overlap;
-  args.mainloop.ptr_A = static_cast<const ElementAB**>(ptr_a);
-  args.mainloop.dA = static_cast<typename Cfg::StrideA*>(stride_a);
-  args.mainloop.ptr_B = static_cast<const ElementAB**>(ptr_b);
-  args.mainloop.dB = static_cast<typename Cfg::StrideB*>(stride_b);
+  args.mainloop.ptr_A = job ? reinterpret_cast<const ElementAB**>(job->ptr_a) : nullptr;
+  args.mainloop.dA = job ? reinterpret_cast<typename Cfg::StrideA*>(job->stride_a) : nullptr;
+  args.mainloop.ptr_B = job ? reinterpret_cast<const ElementAB**>(job->ptr_b) : nullptr;
+  args.mainloop.dB = job ? reinterpret_cast<typename Cfg::StrideB*>(job->stride_b) : nullptr;
+  auto* stride_d = job ? reinterpret_cast<typename Cfg::StrideD*>(job->stride_d) : nullptr;
   if constexpr (Cfg::kGated) {
     args.epilogue.activation = gated ? gated->gated_activation : 0;
     args.epilogue.alpha = gated ? gated->alpha : 1.0f;
@@ -450,12 +453,12 @@ typename Cfg::Gemm::Arguments make_arguments(int experts, UnderlyingShape* shape
     args.epilogue.ptr_C = nullptr;
     // C is void: its stride is never read, but give it a valid array of the right shape anyway.
     if constexpr (std::is_same_v<typename Cfg::StrideC, typename Cfg::StrideD>)
-      args.epilogue.dC = static_cast<typename Cfg::StrideC*>(stride_d);
+      args.epilogue.dC = stride_d;
     else
       args.epilogue.dC = nullptr;
   }
-  args.epilogue.ptr_D = static_cast<ElementD**>(ptr_d);
-  args.epilogue.dD = static_cast<typename Cfg::StrideD*>(stride_d);
+  args.epilogue.ptr_D = job ? reinterpret_cast<ElementD**>(job->ptr_d) : nullptr;
+  args.epilogue.dD = stride_d;
   args.hw_info = hw_info;
   return args;
 }
@@ -464,7 +467,7 @@ template <class Cfg>
 size_t workspace_bytes(int experts, int sm_count) {
   // get_workspace_size reads only hw_info.sm_count (the problem shapes' values are never read: the
   // descriptors are per SM, and the group scheduler needs none).
-  auto args = make_arguments<Cfg>(experts, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, sm_count);
+  auto args = make_arguments<Cfg>(experts, nullptr, sm_count);
   return Cfg::Gemm::get_workspace_size(args);
 }
 
@@ -487,7 +490,8 @@ template <class Stride>
 constexpr bool kRowStrideOnly = sizeof(Stride) == sizeof(int64_t) &&
                                 std::is_same_v<std::remove_cvref_t<decltype(get<0>(Stride{}))>, int64_t>;
 
-// The setup job of configuration Cfg for `a`, its arrays at the scratch layout's places.
+// The setup job of configuration Cfg for `a`, its arrays at the scratch layout's places: the one
+// place that computes them (make_arguments hands the same pointers to CUTLASS).
 template <class Cfg>
 Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   static_assert(kRowStrideOnly<typename Cfg::StrideA> && kRowStrideOnly<typename Cfg::StrideB> &&
@@ -536,21 +540,15 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
     return Status::InvalidArgument("sm90 grouped GEMM: scratch holds " + std::to_string(a.scratch_bytes) +
                                    " bytes, needs " + std::to_string(lay.workspace + ws));
 
-  auto* shapes = reinterpret_cast<UnderlyingShape*>(base + lay.shapes);
-  void* ptr_a = base + lay.ptr_a;
-  void* ptr_b = base + lay.ptr_b;
-  void* ptr_d = base + lay.ptr_d;
-  void* stride_a = base + lay.stride_a;
-  void* stride_b = base + lay.stride_b;
-  void* stride_d = base + lay.stride_d;
   void* workspace = base + lay.workspace;
+  // Host arithmetic only; built also when the setup does not run, for make_arguments' pointers.
+  const Sm90SetupJob job = setup_job<Cfg>(a, lay);
 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   // Overlapped pairs (Sm90Overlap) launch with PDL: the setup kernel waits for the kernel before it
   // (it writes the scratch an earlier GEMM read), the GEMM as its mode says.
   const bool pdl = a.overlap != Sm90Overlap::kNone;
   if (a.run_setup) {
-    const Sm90SetupJob job = setup_job<Cfg>(a, lay);
     if (a.setup_job != nullptr)
       *a.setup_job = job;  // the caller launches it, with the other GEMM's
     else
@@ -558,7 +556,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
   }
   if (!a.run_gemm) return Status::Ok();
 
-  auto args = make_arguments<Cfg>(a.experts, shapes, ptr_a, stride_a, ptr_b, stride_b, ptr_d, stride_d, a.sm_count, &a);
+  auto args = make_arguments<Cfg>(a.experts, &job, a.sm_count, &a);
   Gemm gemm;
   cutlass::Status st = gemm.can_implement(args);
   if (st != cutlass::Status::kSuccess)

@@ -49,15 +49,16 @@ Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* s
   int experts = 0;
   for (int i = 0; i < count; ++i) {
     const Sm90SetupJob& j = jobs[i];
-    const std::string which = "sm90 setup: job " + std::to_string(i) + ": ";
-    if (j.experts <= 0) return Status::InvalidArgument(which + "experts=" + std::to_string(j.experts) + " (must be positive)");
+    // The message's prefix, built only on the error paths (every sm_90a launch passes here).
+    auto which = [i] { return "sm90 setup: job " + std::to_string(i) + ": "; };
+    if (j.experts <= 0) return Status::InvalidArgument(which() + "experts=" + std::to_string(j.experts) + " (must be positive)");
     if (j.n <= 0 || j.k <= 0 || j.n_out <= 0 || j.max_rows < 0)
-      return Status::InvalidArgument(which + "n=" + std::to_string(j.n) + ", k=" + std::to_string(j.k) + ", n_out=" +
+      return Status::InvalidArgument(which() + "n=" + std::to_string(j.n) + ", k=" + std::to_string(j.k) + ", n_out=" +
                                      std::to_string(j.n_out) + ", max_rows=" + std::to_string(j.max_rows) +
                                      " (n, k, n_out must be positive, max_rows not negative)");
     if (j.offsets == nullptr || j.shapes == nullptr || j.words == nullptr || j.ptr_a == nullptr || j.ptr_b == nullptr ||
         j.ptr_d == nullptr || j.stride_a == nullptr || j.stride_b == nullptr || j.stride_d == nullptr)
-      return Status::InvalidArgument(which + "null offsets or scratch array");
+      return Status::InvalidArgument(which() + "null offsets or scratch array");
     experts = std::max(experts, j.experts);
   }
   const dim3 grid((experts + kSetupThreads - 1) / kSetupThreads, count);
