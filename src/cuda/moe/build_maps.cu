@@ -18,10 +18,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include <string>
-#include <type_traits>
 
 #include "cuda/moe/launch_utils.cuh"
 #include "cuda/moe/moe_launch.h"
@@ -269,37 +267,11 @@ struct ChunkSmem {
   int local_before;                     // local entries in the chunks before this one
 };
 
-// The one-launch form's counts (chunk_place_kernel<true>): each block counts every entry itself,
-// per column, over all chunks and over the chunks before its own.
-struct ChunkCountSmem {
-  int total[kChunkMaxExperts + 1];
-  int before[kChunkMaxExperts + 1];
-};
-
-// With kCountHere, the block counts the columns itself from the topk ids (`counts` unused): one
-// launch instead of two, for n up to kOneLaunchMaxRows, where n reads a block cost less than a launch.
-template <bool kCountHere>
 __global__ void __launch_bounds__(kChunkThreads) chunk_place_kernel(TopkMapsArgs a, const int* counts, int n, int end_bit) {
   __shared__ ChunkSmem s;
-  __shared__ std::conditional_t<kCountHere, ChunkCountSmem, char> here;
+  pdl_enter();
   const int tid = static_cast<int>(threadIdx.x), b = static_cast<int>(blockIdx.x), chunks = static_cast<int>(gridDim.x);
   const int EL = a.local_experts, cols = EL + 1, K = a.top_k;
-  if constexpr (kCountHere) {
-    ChunkCountSmem& h = here;
-    for (int e = tid; e < cols; e += kChunkThreads) h.total[e] = h.before[e] = 0;
-    __syncthreads();
-    pdl_enter();
-    const int begin = b * kChunkRows;
-#pragma unroll 4
-    for (int f = tid; f < n; f += kChunkThreads) {
-      const int col = chunk_column(a, f);
-      atomicAdd(&h.total[col], 1);
-      if (f < begin) atomicAdd(&h.before[col], 1);
-    }
-    __syncthreads();
-  } else {
-    pdl_enter();
-  }
   const MapsOut& o = a.out;
   const int out_rows = a.no_combine ? n : static_cast<int>(a.tokens);
   // Columns a thread each (striped, so the column sums load in parallel), scanned a round of
@@ -310,15 +282,10 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_place_kernel(TopkMapsArgs
     const int e = e0 + tid;
     int before = 0, total = 0;
     if (e < cols) {
-      if constexpr (kCountHere) {
-        total = here.total[e];
-        before = here.before[e];
-      } else {
-        for (int c = 0; c < chunks; ++c) {
-          const int k = counts[static_cast<int64_t>(c) * cols + e];
-          total += k;
-          before += c < b ? k : 0;
-        }
+      for (int c = 0; c < chunks; ++c) {
+        const int k = counts[static_cast<int64_t>(c) * cols + e];
+        total += k;
+        before += c < b ? k : 0;
       }
     }
     int first = 0, round = 0;
@@ -381,28 +348,15 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_place_kernel(TopkMapsArgs
   }
 }
 
-// Up to here the chunks count their columns themselves, in one launch (chunk_place_kernel<true>).
-// EXPERIMENT (MOEKIT_MAPS_ONE_LAUNCH=0 off, else the limit in entries): measuring where it wins.
-int64_t one_launch_max_rows() {
-  static const int64_t limit = [] {
-    const char* v = std::getenv("MOEKIT_MAPS_ONE_LAUNCH");
-    return v != nullptr ? std::atoll(v) : int64_t{8192};
-  }();
-  return limit;
-}
-
 Status launch_chunked_maps(const TopkMapsArgs& a, int64_t n, cudaStream_t st) {
-  const int end_bit = kChunkBits + bits_for(a.local_experts + 1);
-  const LaunchShape shape{dim3(static_cast<unsigned>(ceil_div(n, kChunkRows))), dim3(kChunkThreads)};
-  if (n <= one_launch_max_rows())
-    return launch_kernel("chunk_place_kernel<count here>", chunk_place_kernel<true>, shape, st, a, static_cast<const int*>(nullptr),
-                         static_cast<int>(n), end_bit);
   const size_t bytes = chunk_counts_bytes(n, a.local_experts);
   if (bytes > a.scratch_bytes)
     return Status::Internal("maps scratch: " + std::to_string(bytes) + " bytes needed, " + std::to_string(a.scratch_bytes) + " given");
   int* counts = static_cast<int*>(a.scratch);
+  const int end_bit = kChunkBits + bits_for(a.local_experts + 1);
+  const LaunchShape shape{dim3(static_cast<unsigned>(ceil_div(n, kChunkRows))), dim3(kChunkThreads)};
   MOEKIT_RETURN_IF_ERROR(launch_kernel("chunk_counts_kernel", chunk_counts_kernel, shape, st, a, counts, static_cast<int>(n)));
-  return launch_kernel("chunk_place_kernel", chunk_place_kernel<false>, shape, st, a, static_cast<const int*>(counts), static_cast<int>(n), end_bit);
+  return launch_kernel("chunk_place_kernel", chunk_place_kernel, shape, st, a, static_cast<const int*>(counts), static_cast<int>(n), end_bit);
 }
 
 // ---- scalable --------------------------------------------------------------------------------------
