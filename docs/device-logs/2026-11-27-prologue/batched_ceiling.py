@@ -17,12 +17,22 @@ presets = {  # E, top_k, H, I
     "gpt-oss-120b": (128, 4, 2880, 2880),
     "deepseek-v3": (256, 8, 7168, 2048),
 }
+POINTS = __import__("os").environ.get("POINTS")  # e.g. "qwen3-30b-a3b:4096,mixtral-8x7b:16384"
 points = [("qwen3-30b-a3b", t) for t in (256, 1024, 4096, 16384)] + [("mixtral-8x7b", t) for t in (256, 1024, 4096, 16384)] + \
          [("gpt-oss-120b", t) for t in (1024, 4096, 16384)] + [("deepseek-v3", t) for t in (1024, 4096, 16384)]
+
+SUSTAIN_MS = float(__import__("os").environ.get("SUSTAIN_MS", "0"))  # load before timing (the bench's replays run ~0.1-1 s)
+
+if POINTS: points = [(p.split(":")[0], int(p.split(":")[1])) for p in POINTS.split(",")]
 
 def timed(fn, iters=10, warm=3):
     for _ in range(warm): fn()
     torch.cuda.synchronize()
+    if SUSTAIN_MS > 0:  # run back to back for SUSTAIN_MS first, so the clock settles under the power limit
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); torch.cuda.synchronize()
+        for _ in range(int(SUSTAIN_MS / max(a.elapsed_time(b), 1e-3))): fn()
+        torch.cuda.synchronize()
     ts = []
     for _ in range(iters):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -55,6 +65,14 @@ for name, T in points:
              pct_floor=round(100 * fl / (t1 + t2), 1),
              gemm1_tflops=round(2 * T * K * 2 * I * H / t1 / 1e6, 0), gemm2_tflops=round(2 * T * K * I * H / t2 / 1e6, 0),
              gemm1_tbps=round(E * 2 * I * H * 2 / t1 / 1e6, 2), gemm2_tbps=round(E * I * H * 2 / t2 / 1e6, 2))
+    r["sustain_ms"] = SUSTAIN_MS
+    if __import__("os").environ.get("KERNELS"):  # the cuBLAS kernels each GEMM ran (torch.profiler)
+        from torch.profiler import profile, ProfilerActivity
+        for tag, fn in (("gemm1", lambda: torch.bmm(a1, w13.transpose(1, 2))), ("gemm2", lambda: torch.bmm(a2, w2.transpose(1, 2)))):
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                fn(); torch.cuda.synchronize()
+            r[tag + "_kernels"] = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+            print("  %s kernels: %s" % (tag, r[tag + "_kernels"]))
     out.append(r)
     print("%-14s T=%-5d M=%-5d gemm1 %8.1f us (%4.0f TFLOP/s, %.2f TB/s)  gemm2 %8.1f us (%4.0f, %.2f)  both %8.1f  floor %8.1f (%s)  %5.1f%%" % (
         name, T, M, t1, r["gemm1_tflops"], r["gemm1_tbps"], t2, r["gemm2_tflops"], r["gemm2_tbps"], t1 + t2, fl, r["bound"], r["pct_floor"]))
