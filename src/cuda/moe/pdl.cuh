@@ -5,7 +5,8 @@
 // The contract every kernel launched through launch_kernel() keeps:
 //  - pdl_wait() before it reads anything the previous kernel writes, and before it writes anything
 //    (so a later kernel never races an earlier one's reads);
-//  - pdl_launch_dependents() only after its own pdl_wait(): the next kernel can then start early, and
+//  - pdl_launch_dependents() only after its own pdl_wait() (most kernels right after it; the fused
+//    routing + maps kernel at its end, measured faster so): the next kernel can then start early, and
 //    when it starts, everything up to two launches back has completed. That is what lets a kernel
 //    read, before its wait, data produced at least two launches earlier (the expert offsets from the
 //    maps, for the GEMMs) and the weights, which no kernel of the layer writes.
