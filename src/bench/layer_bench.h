@@ -19,12 +19,15 @@ struct TimingOptions {
   int reps = 3;         // timed samples per measurement set
   bool stages = false;  // also time each step of the plan on its own
   bool baseline = true; // also time the cuBLAS baseline (GPU only)
+  bool batched_reference = false;  // also time the two GEMMs alone, evenly routed (CublasBaseline::set_batched; GPU only)
 };
 
 // One measurement set: one routing (fresh router logits), timed `reps` times.
 struct SetTiming {
   std::vector<double> layer_us;                  // the whole layer, per call
   std::vector<double> baseline_us;               // empty when there is no baseline
+  std::vector<double> batched_us;                // the batched reference; empty when not asked or not possible
+  int64_t batched_rows_per_expert = 0;           // its rows per local expert
   std::vector<std::string> step_names;           // the plan's steps (with --stages)
   std::vector<std::vector<double>> step_us;      // [step][sample]
   std::vector<int32_t> topk_ids;                 // the routing decision [T * K], global expert ids

@@ -43,6 +43,7 @@ struct BenchOptions {
   double zipf_s = 1.2;
   int iters = 0, reps = 0, sets = 0, warmup = -1;  // 0 / -1: the backend's default
   bool stages = false, baseline = true, refcheck = false;
+  bool batched_reference = false;  // time the two GEMMs alone, evenly routed, through cuBLAS (GPU)
   bool biases = false;  // random gemm1/gemm2 biases in the weights (GPT-OSS's experts have them)
   int64_t refcheck_tokens = 64;
   std::string csv, json, plot;
@@ -69,7 +70,8 @@ std::string repro(const BenchOptions& o) {
                      o.refcheck ? fmt::format(" --refcheck --refcheck-tokens {}", o.refcheck_tokens) : "",
                      o.csv.empty() ? "" : " --csv " + o.csv, o.json.empty() ? "" : " --json " + o.json,
                      o.plot.empty() ? "" : " --plot " + o.plot) +
-         (o.biases ? " --biases" : "") + (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
+         (o.biases ? " --biases" : "") + (o.batched_reference ? " --batched-reference" : "") +
+         (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
 }
 
 std::string today_utc() {
@@ -109,7 +111,8 @@ int weight_copies(const MoeProblem& p, const WeightBytes& w) {
 }
 
 struct Accumulated {
-  std::vector<double> layer, baseline;
+  std::vector<double> layer, baseline, batched;
+  int64_t batched_rows_per_expert = 0;  // the last set's (they differ by a row at most between sets)
   std::vector<std::string> step_names;
   std::vector<std::vector<double>> steps;
   LayerTraffic traffic;  // summed over sets
@@ -119,6 +122,8 @@ struct Accumulated {
 void accumulate(Accumulated& a, const SetTiming& s, const LayerTraffic& t) {
   a.layer.insert(a.layer.end(), s.layer_us.begin(), s.layer_us.end());
   a.baseline.insert(a.baseline.end(), s.baseline_us.begin(), s.baseline_us.end());
+  a.batched.insert(a.batched.end(), s.batched_us.begin(), s.batched_us.end());
+  if (s.batched_rows_per_expert > 0) a.batched_rows_per_expert = s.batched_rows_per_expert;
   if (a.steps.empty()) {
     a.step_names = s.step_names;
     a.steps.resize(s.step_us.size());
@@ -244,7 +249,8 @@ int run(BenchOptions o) {
   if (!machine.ok()) return fail(machine.status());
   const RoutingSkew skew{.zipf_s = o.routing == "zipf" ? o.zipf_s : 0.0, .seed = o.seed};
   const std::string routing = o.routing == "zipf" ? fmt::format("zipf s={:g}", o.zipf_s) : "uniform";
-  const TimingOptions topts{.warmup = o.warmup, .iters = o.iters, .reps = o.reps, .stages = o.stages, .baseline = o.baseline && gpu};
+  const TimingOptions topts{.warmup = o.warmup, .iters = o.iters, .reps = o.reps, .stages = o.stages, .baseline = o.baseline && gpu,
+                            .batched_reference = o.batched_reference && gpu};
 
   bool refcheck_ok = true;
   Progress progress(static_cast<int>(problems.size() * o.tokens.size()), stderr);
@@ -296,6 +302,13 @@ int run(BenchOptions o) {
         if (Status s = check(base, (*bench)->last_baseline_output()); !s.ok()) return fail(s);
         report.rows.push_back(base);
       }
+      if (!acc.batched.empty()) {
+        // Against the layer's floor (its bytes and flops), so that the two % columns compare; no
+        // refcheck: it computes the GEMMs of other rows.
+        BenchRow ref = layer_row(name, p, T, routing, "cublas.batched", acc.batched, acc, o.sets, *machine);
+        ref.note = fmt::format("GEMMs only, {} rows x {} experts", acc.batched_rows_per_expert, p.local_experts());
+        report.rows.push_back(ref);
+      }
       for (size_t k = 0; k < acc.steps.size(); ++k) {
         BenchRow st = row_head(name, p, T, routing, acc.step_names[k], "stage");
         st.us = summarize(acc.steps[k]);
@@ -339,6 +352,9 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Untimed calls per set (-1: 3 on a GPU, 1 on the CPU)");
   cmd->add_flag("--stages", o->stages, "Also time each step of the plan on its own");
   cmd->add_flag("--baseline,!--no-baseline", o->baseline, "Time the cuBLAS baseline (one GEMM per expert) too (GPU; default on)");
+  cmd->add_flag("--batched-reference", o->batched_reference,
+                "Also time the layer's two GEMMs alone as cuBLAS strided-batched GEMMs, the routed rows spread evenly over the "
+                "experts (GPU, unquantized): the part of the gap a dense GEMM library closes");
   cmd->add_flag("--biases", o->biases, "Give the experts random gemm1 and gemm2 biases (counted in the floor's bytes)");
   cmd->add_flag("--refcheck", o->refcheck, "Check the output against the CPU reference (exit code 3 beyond the limit)");
   cmd->add_option("--refcheck-tokens", o->refcheck_tokens, "Tokens checked by --refcheck")->capture_default_str();

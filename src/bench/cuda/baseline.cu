@@ -81,6 +81,19 @@ __global__ void combine_rows(const T* __restrict__ rows, const int32_t* __restri
   }
 }
 
+// x[i] uniform in [-0.5, 0.5) from a hash of i: operands as busy as the layer's (zeros would draw
+// less power and flatter the reference under the power limit).
+template <typename T>
+__global__ void fill_random(T* __restrict__ x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    x[i] = from_f<T>(static_cast<float>(h & 0xFFFFu) / 65536.0f - 0.5f);
+  }
+}
+
 struct DeviceArray {
   void* p = nullptr;
   size_t bytes = 0;
@@ -139,6 +152,30 @@ class Baseline final : public CublasBaseline {
     return Status::Ok();
   }
 
+  Result<int64_t> set_batched() override {
+    const int64_t E = p_.local_experts();
+    batched_m_ = rows_ > 0 ? (rows_ + E - 1) / E : 0;
+    if (batched_m_ == 0) return int64_t{0};
+    const size_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate, EM = static_cast<size_t>(E * batched_m_);
+    MOEKIT_RETURN_IF_ERROR(b_in1_.ensure(EM * H * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_out1_.ensure(EM * N1 * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_in2_.ensure(EM * I * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_out2_.ensure(EM * H * sizeof(T)));
+    fill_random<T><<<1024, 256>>>(static_cast<T*>(b_in1_.p), static_cast<int64_t>(EM * H), 0x9e3779b9u);
+    fill_random<T><<<1024, 256>>>(static_cast<T*>(b_in2_.p), static_cast<int64_t>(EM * I), 0x85ebca6bu);
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    return batched_m_;
+  }
+
+  Status enqueue_batched(const MoeWeights& w, void* stream_ptr) override {
+    if (batched_m_ == 0) return Status::Ok();
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, static_cast<cudaStream_t>(stream_ptr)));
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(handle_, cublas_ws_, cublas_ws_bytes_));
+    MOEKIT_RETURN_IF_ERROR(batched_gemm(w.w13.data(), p_.gemm1_rows(), p_.hidden, b_in1_.p, b_out1_.p));
+    return batched_gemm(w.w2.data(), p_.hidden, p_.intermediate, b_in2_.p, b_out2_.p);
+  }
+
   Status enqueue(const MoeWeights& w, const TensorView& hidden, const TensorView& out, void* stream_ptr) override {
     auto stream = static_cast<cudaStream_t>(stream_ptr);
     const int64_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate;
@@ -184,6 +221,18 @@ class Baseline final : public CublasBaseline {
     return Status::Ok();
   }
 
+  // out[e] = in[e] x W[e]^T for every local expert, batched_m_ rows each: W [E_local, n, k], in
+  // [E_local, m, k], out [E_local, m, n], all row-major (column-major view as per_expert_gemm's).
+  Status batched_gemm(const void* weights, int64_t n, int64_t k, const void* in, void* out) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const int64_t m = batched_m_;
+    MOEKIT_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+        handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, weights, type_,
+        static_cast<int>(k), n * k, in, type_, static_cast<int>(k), m * k, &beta, out, type_, static_cast<int>(n), m * n,
+        p_.local_experts(), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return Status::Ok();
+  }
+
   MoeProblem p_;
   cudaDataType_t type_;
   cublasHandle_t handle_;
@@ -192,6 +241,8 @@ class Baseline final : public CublasBaseline {
   std::vector<int64_t> counts_;
   int64_t rows_ = 0, tokens_ = 0;
   DeviceArray row_token_, slot_row_, slot_weight_, a_, g1_, g2in_, g2out_;
+  int64_t batched_m_ = 0;  // rows per expert of the batched reference
+  DeviceArray b_in1_, b_out1_, b_in2_, b_out2_;
 };
 
 }  // namespace

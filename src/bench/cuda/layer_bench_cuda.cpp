@@ -178,6 +178,19 @@ class CudaLayerBench final : public LayerBench {
       if (!t.ok()) return t.status();
       s.baseline_us = std::move(t).value();
     }
+    if (o.batched_reference && baseline_) {
+      MOEKIT_RETURN_IF_ERROR(baseline_->set_routing(s.topk_ids, weights, T));
+      auto m = baseline_->set_batched();
+      if (!m.ok()) return m.status();
+      if (*m > 0) {
+        auto g = graphs_of([&](const Copy& c, cudaStream_t st) { return baseline_->enqueue_batched(c.weights, st); });
+        if (!g.ok()) return g.status();
+        auto t = time_replays(*g, o, stream_);
+        if (!t.ok()) return t.status();
+        s.batched_us = std::move(t).value();
+        s.batched_rows_per_expert = *m;
+      }
+    }
     // One more whole-layer replay, so that --refcheck sees the output of a complete call, not of a
     // step replayed alone (a step that accumulates would have added to it).
     MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(layer->front().exec, stream_));
