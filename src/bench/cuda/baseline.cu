@@ -9,6 +9,7 @@
 #include "bench/cuda/baseline.h"
 #include "bench/cuda/cublas_check.h"
 #include "cuda/cuda_check.h"
+#include "cuda/random_fill.h"
 
 namespace moekit::bench {
 namespace {
@@ -81,19 +82,6 @@ __global__ void combine_rows(const T* __restrict__ rows, const int32_t* __restri
   }
 }
 
-// x[i] uniform in [-0.5, 0.5) from a hash of i: operands as busy as the layer's (zeros would draw
-// less power and flatter the reference under the power limit).
-template <typename T>
-__global__ void fill_random(T* __restrict__ x, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 16;
-    h *= 0x7feb352du;
-    h ^= h >> 15;
-    x[i] = from_f<T>(static_cast<float>(h & 0xFFFFu) / 65536.0f - 0.5f);
-  }
-}
-
 struct DeviceArray {
   void* p = nullptr;
   size_t bytes = 0;
@@ -124,9 +112,7 @@ class Baseline final : public CublasBaseline {
   Status set_routing(const std::vector<int32_t>& ids, const std::vector<float>& weights, int64_t tokens) override {
     const int K = p_.top_k, E = p_.local_experts(), begin = p_.local_expert_begin;
     tokens_ = tokens;
-    counts_.assign(static_cast<size_t>(E), 0);
-    for (int32_t id : ids)
-      if (id >= begin && id < begin + E) ++counts_[static_cast<size_t>(id - begin)];
+    counts_ = local_counts(ids);
     std::vector<int64_t> next(static_cast<size_t>(E) + 1, 0);
     for (int e = 0; e < E; ++e) next[e + 1] = next[e] + counts_[e];
     rows_ = next[E];
@@ -152,19 +138,23 @@ class Baseline final : public CublasBaseline {
     return Status::Ok();
   }
 
-  Result<int64_t> set_batched() override {
+  Result<int64_t> set_batched(const std::vector<int32_t>& ids) override {
     const int64_t E = p_.local_experts();
-    batched_m_ = rows_ > 0 ? (rows_ + E - 1) / E : 0;
-    if (batched_m_ == 0) return int64_t{0};
-    const size_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate, EM = static_cast<size_t>(E * batched_m_);
-    MOEKIT_RETURN_IF_ERROR(b_in1_.ensure(EM * H * sizeof(T)));
-    MOEKIT_RETURN_IF_ERROR(b_out1_.ensure(EM * N1 * sizeof(T)));
-    MOEKIT_RETURN_IF_ERROR(b_in2_.ensure(EM * I * sizeof(T)));
-    MOEKIT_RETURN_IF_ERROR(b_out2_.ensure(EM * H * sizeof(T)));
-    fill_random<T><<<1024, 256>>>(static_cast<T*>(b_in1_.p), static_cast<int64_t>(EM * H), 0x9e3779b9u);
-    fill_random<T><<<1024, 256>>>(static_cast<T*>(b_in2_.p), static_cast<int64_t>(EM * I), 0x85ebca6bu);
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    int64_t rows = 0;
+    for (int64_t c : local_counts(ids)) rows += c;
+    batched_m_ = rows > 0 ? (rows + E - 1) / E : 0;
+    if (batched_m_ == 0 || batched_m_ == filled_m_) return batched_m_;
+    const int64_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate, EM = E * batched_m_;
+    MOEKIT_RETURN_IF_ERROR(b_in1_.ensure(static_cast<size_t>(EM * H) * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_out1_.ensure(static_cast<size_t>(EM * N1) * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_in2_.ensure(static_cast<size_t>(EM * I) * sizeof(T)));
+    MOEKIT_RETURN_IF_ERROR(b_out2_.ensure(static_cast<size_t>(EM * H) * sizeof(T)));
+    // Random rows in [-0.5, 0.5): operands as busy as the layer's (zeros would draw less power and
+    // flatter the reference under the power limit). Filled once per size, not once per set.
+    filled_m_ = 0;
+    MOEKIT_RETURN_IF_ERROR(cuda::fill_uniform_device(TensorView(b_in1_.p, p_.activation_dtype, {EM * H}, Device::cuda()), 0.5, 0x9e3779b9u, 0));
+    MOEKIT_RETURN_IF_ERROR(cuda::fill_uniform_device(TensorView(b_in2_.p, p_.activation_dtype, {EM * I}, Device::cuda()), 0.5, 0x85ebca6bu, 0));
+    filled_m_ = batched_m_;
     return batched_m_;
   }
 
@@ -202,6 +192,15 @@ class Baseline final : public CublasBaseline {
   }
 
  private:
+  // Routed rows per local expert (ids of other ranks' experts are not counted).
+  std::vector<int64_t> local_counts(const std::vector<int32_t>& ids) const {
+    const int E = p_.local_experts(), begin = p_.local_expert_begin;
+    std::vector<int64_t> counts(static_cast<size_t>(E), 0);
+    for (int32_t id : ids)
+      if (id >= begin && id < begin + E) ++counts[static_cast<size_t>(id - begin)];
+    return counts;
+  }
+
   // out[rows of e] = in[rows of e] x W[e]^T, W [E_local, n, k] row-major: one cublasGemmEx per expert
   // with rows (column-major view: C^T[n, r] = W[e] (as k x n, transposed) x in^T).
   Status per_expert_gemm(const void* weights, int64_t n, int64_t k, const void* in, void* out) {
@@ -242,6 +241,7 @@ class Baseline final : public CublasBaseline {
   int64_t rows_ = 0, tokens_ = 0;
   DeviceArray row_token_, slot_row_, slot_weight_, a_, g1_, g2in_, g2out_;
   int64_t batched_m_ = 0;  // rows per expert of the batched reference
+  int64_t filled_m_ = 0;   // the batched_m_ whose random rows the b_in buffers hold (0: none)
   DeviceArray b_in1_, b_out1_, b_in2_, b_out2_;
 };
 

@@ -31,12 +31,12 @@ class CublasBaseline {
   virtual Status enqueue(const MoeWeights& weights, const TensorView& hidden, const TensorView& out, void* stream) = 0;
 
   // The reference of `moekit bench --batched-reference`: the layer's two GEMMs alone, as a dense GEMM
-  // library runs them where routing is perfectly even. The rows set_routing counted are spread over
-  // every local expert, ceil(rows / E_local) each; gemm1 ([E, m, H] x W13^T) and gemm2 ([E, m, I] x
-  // W2^T) are one cublasGemmStridedBatchedEx each, on rows filled with random values (no gather,
-  // activation, combine, partial tiles or routing). Call after set_routing (allocates; never inside
-  // a capture); returns m (0: no routed rows, nothing to time).
-  virtual Result<int64_t> set_batched() = 0;
+  // library runs them where routing is perfectly even. The rows topk_ids routes to local experts are
+  // spread over every local expert, ceil(rows / E_local) each; gemm1 ([E, m, H] x W13^T) and gemm2
+  // ([E, m, I] x W2^T) are one cublasGemmStridedBatchedEx each, on rows filled with random values (no
+  // gather, activation, combine, partial tiles or routing). Independent of set_routing. Allocates
+  // (never inside a capture); returns m (0: no routed rows, nothing to time).
+  virtual Result<int64_t> set_batched(const std::vector<int32_t>& topk_ids) = 0;
   // Enqueues the two batched GEMMs on `stream` (capturable), with the weights on the device.
   virtual Status enqueue_batched(const MoeWeights& weights, void* stream) = 0;
 };

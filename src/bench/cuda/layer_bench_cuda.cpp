@@ -179,8 +179,7 @@ class CudaLayerBench final : public LayerBench {
       s.baseline_us = std::move(t).value();
     }
     if (o.batched_reference && baseline_) {
-      MOEKIT_RETURN_IF_ERROR(baseline_->set_routing(s.topk_ids, weights, T));
-      auto m = baseline_->set_batched();
+      auto m = baseline_->set_batched(s.topk_ids);
       if (!m.ok()) return m.status();
       if (*m > 0) {
         auto g = graphs_of([&](const Copy& c, cudaStream_t st) { return baseline_->enqueue_batched(c.weights, st); });

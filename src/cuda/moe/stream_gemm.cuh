@@ -261,7 +261,8 @@ __global__ void __launch_bounds__(S::kThreads, 2)
   int64_t* offs = reinterpret_cast<int64_t*>(smem + S::kPipelineBytes);
   __shared__ TileWork work;
 
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int tid = static_cast<int>(threadIdx.x);
+  [[maybe_unused]] const int lane = tid % 32, warp = tid / 32;  // read only by the split-K reduction, which exists for sm_90 and up
   // Blocks: (tile_m, tile_n, split), split fastest so that a tile's splits form one cluster.
   const int64_t linear = blockIdx.x / split;
   const int rank = static_cast<int>(blockIdx.x % split);
