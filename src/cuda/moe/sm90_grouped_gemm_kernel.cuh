@@ -45,7 +45,6 @@
 #include "cuda/moe/pdl.cuh"
 #include "cuda/moe/sm90_gated_epilogue.cuh"
 #include "cuda/moe/sm90_grouped_gemm_tiles.h"
-#include "cuda/moe/sm90_store_descriptors.cuh"
 
 #if !defined(CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)
 #error "the sm_90a grouped GEMM needs CUDA >= 12.3 (CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED)"
@@ -364,18 +363,12 @@ struct Config {
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
   using ElementAccumulator = float;
 
-  // No C operand (void): D = alpha * acc with alpha = 1, beta = 0. CUTLASS's TMA-store epilogue, with
-  // the store descriptor in two slots (sm90_store_descriptors.cuh says why).
-  using BuiltPlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
+  using PlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
       void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
-#if defined(MOEKIT_SM90_ONE_STORE_DESCRIPTOR)  // CUTLASS's own, for A/B measurements
-  using PlainEpilogue = BuiltPlainEpilogue;
-#else
-  using PlainEpilogue = AlternatingStoreDescriptors<BuiltPlainEpilogue>;
-#endif
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
   using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
