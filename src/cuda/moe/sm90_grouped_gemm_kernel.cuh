@@ -348,20 +348,6 @@ struct OverlapMainloop : Base {
   bool waited_ = false;  // the first tile's wait is done (the producer warp's copy of the mainloop)
 };
 
-// An experiment's knob (perf-notes step 30): the TMA-store epilogue with `StagesD` subtiles in flight
-// (CUTLASS's builder gives min(subtiles, 2)), so that a round's store need not wait for the previous
-// round's to leave shared memory.
-template <int StagesD, class Epilogue>
-struct WithStoreStages {
-  using type = Epilogue;
-};
-template <int StagesD, int C, int D, int F, bool R, bool Delay, int N, class... Rest>
-struct WithStoreStages<StagesD, cutlass::epilogue::collective::CollectiveEpilogue<
-                                    cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<C, D, F, R, Delay, N>, Rest...>> {
-  using type = cutlass::epilogue::collective::CollectiveEpilogue<
-      cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<C, StagesD, F, R, Delay, N>, Rest...>;
-};
-
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
           template <class> class Mainloop = OverlapMainloop>
 struct Config {
@@ -378,17 +364,11 @@ struct Config {
   using ElementAccumulator = float;
 
   // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
-  using BuiltPlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using PlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
       void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
-#if defined(MOEKIT_SM90_STORE_STAGES)
-  using PlainEpilogue = typename WithStoreStages<MOEKIT_SM90_STORE_STAGES, BuiltPlainEpilogue>::type;
-  static_assert(!std::is_same_v<PlainEpilogue, BuiltPlainEpilogue>, "the store-stages rebind did not match the built epilogue");
-#else
-  using PlainEpilogue = BuiltPlainEpilogue;
-#endif
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
   using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
@@ -400,10 +380,6 @@ struct Config {
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
   using CollectiveMainloop = Mainloop<BuiltMainloop>;
-#if defined(MOEKIT_SM90_PRINT_STAGES)
-  template <int> struct Stages;
-  Stages<BuiltMainloop::DispatchPolicy::Stages * 1000 + (Gated ? 0 : PlainEpilogue::StagesD)> print_;
-#endif
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
