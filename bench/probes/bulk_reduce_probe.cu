@@ -32,12 +32,11 @@
 #include <vector>
 
 #include "probe_check.h"
+#include "probe_mbarrier.h"  // sa: a shared-memory address for PTX
 
 constexpr int kE = 128, kK = 8, kH = 2048;  // Qwen3-30B-A3B's gemm2 output
 constexpr int kTileM = 128, kTileN = 256, kSubN = 32, kSubtiles = kTileN / kSubN;
 enum Mode { kStore = 0, kRedF32 = 1, kRedBf16 = 2 };
-
-__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 template <int kMode>
 __global__ void __launch_bounds__(32) epilogue_traffic(const int* row_token, int rows, void* out) {
@@ -127,7 +126,7 @@ int time_zero_convert(void* acc, void* out, size_t acc_bytes, int sms, float* ze
 }
 
 template <int kMode>
-int time_mode(const char* name, const int* row_token, int rows, void* out, size_t out_bytes, int sms, float* median_us) {
+int time_mode(const int* row_token, int rows, void* out, size_t out_bytes, int sms, float* median_us) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
@@ -147,7 +146,6 @@ int time_mode(const char* name, const int* row_token, int rows, void* out, size_
   *median_us = us[us.size() / 2];
   CHECK(cudaEventDestroy(a));
   CHECK(cudaEventDestroy(b));
-  (void)name;
   return 0;
 }
 
@@ -196,10 +194,10 @@ int main() {
     CHECK(cudaMemcpy(d_rows, row_token.data(), rows * sizeof(int), cudaMemcpyHostToDevice));
     CHECK(cudaMalloc(&d_out, std::max(store_bytes, acc_bytes + acc_bytes / 2)));
     float st = 0, rf = 0, rb = 0;
-    if (time_mode<kStore>("store", d_rows, rows, d_out, store_bytes, sms, &st)) return 1;
-    if (time_mode<kRedF32>("red_f32", d_rows, rows, d_out, acc_bytes, sms, &rf)) return 1;
+    if (time_mode<kStore>(d_rows, rows, d_out, store_bytes, sms, &st)) return 1;
+    if (time_mode<kRedF32>(d_rows, rows, d_out, acc_bytes, sms, &rf)) return 1;
     const int bad_f = check_sums(d_out, kRedF32, per_token, T);
-    if (time_mode<kRedBf16>("red_bf16", d_rows, rows, d_out, acc_bytes / 2, sms, &rb)) return 1;
+    if (time_mode<kRedBf16>(d_rows, rows, d_out, acc_bytes / 2, sms, &rb)) return 1;
     const int bad_b = check_sums(d_out, kRedBf16, per_token, T);
     float zero = 0, conv = 0;
     if (time_zero_convert(d_out, static_cast<uint8_t*>(d_out) + acc_bytes, acc_bytes, sms, &zero, &conv)) return 1;
