@@ -166,6 +166,33 @@ class Baseline final : public CublasBaseline {
     return batched_gemm(w.w2.data(), p_.hidden, p_.intermediate, b_in2_.p, b_out2_.p);
   }
 
+  Status read_batched(int gemm, Tensor& in, Tensor& out) const override {
+    if (gemm != 1 && gemm != 2)
+      return Status::InvalidArgument("read_batched: gemm must be 1 or 2, got " + std::to_string(gemm));
+    if (filled_m_ == 0 || filled_m_ != batched_m_)
+      return Status::InvalidArgument("read_batched: set_batched has found no routed rows to the local experts");
+    const int64_t E = p_.local_experts(), m = batched_m_;
+    const int64_t k = gemm == 1 ? p_.hidden : p_.intermediate, n = gemm == 1 ? p_.gemm1_rows() : p_.hidden;
+    auto host_in = Tensor::empty(p_.activation_dtype, {E, m, k});
+    auto host_out = Tensor::empty(p_.activation_dtype, {E, m, n});
+    if (!host_in.ok()) return host_in.status();
+    if (!host_out.ok()) return host_out.status();
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(host_in->data(), gemm == 1 ? b_in1_.p : b_in2_.p,
+                                           static_cast<size_t>(host_in->storage_bytes()), cudaMemcpyDeviceToHost));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(host_out->data(), gemm == 1 ? b_out1_.p : b_out2_.p,
+                                           static_cast<size_t>(host_out->storage_bytes()), cudaMemcpyDeviceToHost));
+    in = std::move(host_in).value();
+    out = std::move(host_out).value();
+    return Status::Ok();
+  }
+
+  size_t layer_buffer_bytes() const override {
+    size_t bytes = 0;
+    for (const DeviceArray* a : {&row_token_, &slot_row_, &slot_weight_, &a_, &g1_, &g2in_, &g2out_}) bytes += a->bytes;
+    return bytes;
+  }
+
   Status enqueue(const MoeWeights& w, const TensorView& hidden, const TensorView& out, void* stream_ptr) override {
     auto stream = static_cast<cudaStream_t>(stream_ptr);
     const int64_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate;

@@ -39,6 +39,14 @@ class CublasBaseline {
   virtual Result<int64_t> set_batched(const std::vector<int32_t>& topk_ids) = 0;
   // Enqueues the two batched GEMMs on `stream` (capturable), with the weights on the device.
   virtual Status enqueue_batched(const MoeWeights& weights, void* stream) = 0;
+  // The batched reference's rows of `gemm` (1 or 2) as the last enqueue_batched left them, copied to
+  // the host after a device synchronize: in [E_local, m, k] and out [E_local, m, n] in the activation
+  // dtype (so a test can check the strides against a product of its own). kInvalidArgument for another
+  // gemm, or before set_batched has found rows.
+  virtual Status read_batched(int gemm, Tensor& in, Tensor& out) const = 0;
+  // Device bytes held for the per-expert layer (set_routing's row buffers): 0 until set_routing, so
+  // `--batched-reference --no-baseline` allocates none of them.
+  virtual size_t layer_buffer_bytes() const = 0;
 };
 
 }  // namespace moekit::bench
