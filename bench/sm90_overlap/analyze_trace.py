@@ -13,15 +13,18 @@ import statistics as st
 
 
 def load(path):
+    """Per CTA, a list of roles (producer, consumer stages, and where traced, consumer tiles), each a
+    dict of event index -> words. The header's fourth int is the role count (0 in older traces: 2)."""
     with open(path, "rb") as f:
-        sms, events, words, _ = struct.unpack("<4i", f.read(16))
+        sms, events, words, nroles = struct.unpack("<4i", f.read(16))
         data = f.read()
+    nroles = nroles or 2
     vals = struct.unpack("<%dQ" % (len(data) // 8), data)
     ctas = []
     for cta in range(sms):
         roles = []
-        for role in range(2):
-            base = (cta * 2 + role) * events * words
+        for role in range(nroles):
+            base = (cta * nroles + role) * events * words
             evs = {}
             for i in range(events):
                 e = vals[base + i * words: base + (i + 1) * words]
@@ -72,7 +75,8 @@ def main():
     args = ap.parse_args()
     sms, ctas = load(args.trace)
     rows = []
-    for cta, (prod, cons) in enumerate(ctas):
+    for cta, roles in enumerate(ctas):
+        prod, cons = roles[0], roles[1]
         ghz = clock_ghz(prod)
         if ghz:
             s = summarize(prod, cons, ghz)
@@ -91,7 +95,7 @@ def main():
           "consumer blocked on data, c_busy = consumer from data to the previous stage's release)")
 
     cta, ghz, _ = next(r for r in rows if r[0] == args.cta) if any(r[0] == args.cta for r in rows) else rows[0]
-    prod, cons = ctas[cta]
+    prod, cons = ctas[cta][0], ctas[cta][1]
     common = sorted(set(prod) & set(cons))
     t0 = min(prod[i][0] for i in common)
     us = lambda c: (c - t0) / ghz / 1000.0

@@ -1,8 +1,10 @@
-// sm90_overlap: times the overlap experiment's variants (overlap_variants.h) of the gated sm_90a
-// grouped GEMM on one synthetic gemm1 (E experts of `rows` routed rows each, W13 [E, n, k]
-// interleaved), checks each variant's output against the first one's, and writes the traced
-// variant's per-stage timestamps. An experiment (docs/perf-notes.md step 19), not a product: built
-// with -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
+// sm90_overlap: times the overlap experiment's variants (overlap_variants.h) of the sm_90a grouped
+// GEMM on one synthetic GEMM (E experts of `rows` routed rows each, weights [E, n, k]): gemm1 with
+// the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14, the plain TMA-store
+// epilogue of gemm2 (D [rows, n]) for 15 and 16 (not mixed in one run). Checks each variant's output
+// against the first one's, and writes the traced variant's timestamps (5 gated, 16 plain). An
+// experiment (docs/perf-notes.md steps 19 and 31), not a product: built with
+// -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
 //
 //   sm90_overlap --experts 1 --rows 64 --n 131072 --k 768 --variants 0,1,3 [--rounds 3] [--reps 20]
 //                [--spread SIGMA] [--trace FILE]
@@ -25,8 +27,16 @@
 namespace moekit::bench_overlap {
 
 #define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
-DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14)
+DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14) DECLARE(15) DECLARE(16)
 #undef DECLARE
+Status set_trace_buffer_5(uint64_t* buffer);
+Status set_trace_buffer_16(uint64_t* buffer);
+
+Status set_trace_buffer(int id, uint64_t* buffer) {
+  if (id == 5) return set_trace_buffer_5(buffer);
+  if (id == 16) return set_trace_buffer_16(buffer);
+  return Status::InvalidArgument("variant " + std::to_string(id) + " is not traced");
+}
 
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
   switch (id) {
@@ -45,6 +55,8 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
     case 12: return run_variant_12(a, s);
     case 13: return run_variant_13(a, s);
     case 14: return run_variant_14(a, s);
+    case 15: return run_variant_15(a, s);
+    case 16: return run_variant_16(a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -112,11 +124,17 @@ bool parse(int argc, char** argv, Options& o) {
     std::fprintf(stderr, "need experts >= 1, rows >= 1, n %% 16 == 0, k %% 8 == 0, rounds and reps >= 1\n");
     return false;
   }
-  for (int v : o.variants)
+  for (int v : o.variants) {
     if (v < 0 || v >= kVariantCount) {
       std::fprintf(stderr, "variant %d does not exist (0..%d)\n", v, kVariantCount - 1);
       return false;
     }
+    if (is_plain_variant(v) != is_plain_variant(o.variants[0])) {
+      std::fprintf(stderr, "variants %d and %d write different outputs (plain and gated): run them apart\n",
+                   o.variants[0], v);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -138,7 +156,9 @@ int run(const Options& o) {
   const int64_t max_rows = std::max<int64_t>(h_off[o.experts], 1);
   const size_t a_elems = static_cast<size_t>(max_rows) * o.k;
   const size_t b_elems = static_cast<size_t>(o.experts) * o.n * o.k;
-  const size_t d_elems = static_cast<size_t>(max_rows) * (o.n / 2);
+  const bool plain = is_plain_variant(o.variants[0]);
+  const int traced = plain ? 16 : 5;
+  const size_t d_elems = static_cast<size_t>(max_rows) * (plain ? o.n : o.n / 2);
   __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
   int64_t* offsets = nullptr;
   void* scratch = nullptr;
@@ -163,7 +183,7 @@ int run(const Options& o) {
   args.max_rows = max_rows;
   args.n = o.n;
   args.k = o.k;
-  args.gated_activation = 0;  // SwiGLU
+  args.gated_activation = plain ? -1 : 0;  // SwiGLU in the gated variants
   args.scratch = scratch;
   args.scratch_bytes = scratch_bytes;
   args.sm_count = sms;
@@ -196,7 +216,7 @@ int run(const Options& o) {
       std::printf("check %-16s NaN or unwritten outputs: %zu of %zu\n", kVariants[v].name, nan, d_elems);
       continue;
     }
-    const bool compared = v != 3 && v != 4 && v < 10;
+    const bool compared = v != 3 && v != 4 && (v < 10 || v > 12);
     size_t diff = 0;
     for (size_t i = 0; i < d_elems; ++i) diff += ref[i] != out[i];
     std::printf("check %-16s %s: %zu of %zu outputs differ from %s\n", kVariants[v].name,
@@ -229,16 +249,16 @@ int run(const Options& o) {
                 weight_bytes / best / 1e6, flops / best / 1e6, best / base);
   }
 
-  // The trace of variant 5 (one launch, after the timed ones).
+  // The trace of the traced variant (one launch, after the timed ones).
   if (!o.trace.empty()) {
-    const size_t words = static_cast<size_t>(sms) * 2 * kTraceEvents * kTraceWords;
+    const size_t words = static_cast<size_t>(sms) * kTraceRoles * kTraceEvents * kTraceWords;
     uint64_t* buf = nullptr;
     CHECK(cudaMalloc(&buf, words * 8));
     CHECK(cudaMemsetAsync(buf, 0, words * 8, stream));
-    CHECK_STATUS(set_trace_buffer(buf));
-    CHECK_STATUS(run_variant(5, args, stream));
+    CHECK_STATUS(set_trace_buffer(traced, buf));
+    CHECK_STATUS(run_variant(traced, args, stream));
     CHECK(cudaStreamSynchronize(stream));
-    CHECK_STATUS(set_trace_buffer(nullptr));
+    CHECK_STATUS(set_trace_buffer(traced, nullptr));
     std::vector<uint64_t> h(words);
     CHECK(cudaMemcpy(h.data(), buf, words * 8, cudaMemcpyDeviceToHost));
     FILE* f = std::fopen(o.trace.c_str(), "wb");
@@ -246,11 +266,12 @@ int run(const Options& o) {
       std::fprintf(stderr, "cannot write %s\n", o.trace.c_str());
       return 1;
     }
-    const int32_t header[4] = {sms, kTraceEvents, kTraceWords, 0};
+    const int32_t header[4] = {sms, kTraceEvents, kTraceWords, kTraceRoles};
     std::fwrite(header, sizeof(header), 1, f);
     std::fwrite(h.data(), 8, words, f);
     std::fclose(f);
-    std::printf("trace: %s (%d CTAs x 2 roles x %d events x %d words)\n", o.trace.c_str(), sms, kTraceEvents, kTraceWords);
+    std::printf("trace: %s (variant %d: %d CTAs x %d roles x %d events x %d words)\n", o.trace.c_str(), traced, sms, kTraceRoles,
+                kTraceEvents, kTraceWords);
     CHECK(cudaFree(buf));
   }
   CHECK(cudaFree(a));

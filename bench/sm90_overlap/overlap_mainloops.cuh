@@ -11,6 +11,8 @@
 //   L2Prefetch<n>: CUTLASS's loads plus an L2 prefetch of the weights n k-tiles ahead.
 //   Traced: CUTLASS's loads and MMAs, with clock64 timestamps of each stage's acquire, arrival and
 //           release written to g_overlap_trace (the layout is described below).
+//   TracedEpilogue: CUTLASS's TMA-store epilogue with clock64 timestamps of each tile's phases
+//           (with Traced, the per-tile record of role 2 below).
 #pragma once
 
 #include <cstdint>
@@ -24,13 +26,14 @@ namespace moekit::bench_overlap {
 
 using namespace cute;
 
-// The trace: per CTA, kTraceEvents events for the producer, then kTraceEvents for consumer
-// warpgroup 0; each event is 4 uint64: {begin, end, third, meta}. Producer: begin = before the
-// stage acquire, end = after the TMA copies are issued, third = globaltimer (ns) at end,
-// meta = k-tile index within the work tile. Consumer: begin = before the full-barrier wait, end =
-// after it (the stage's data arrived), third = after the previous stage's MMAs completed and it
-// was released, meta = the same k-tile index. The event slot is the pipeline's running stage count,
-// so producer event i and consumer event i are the same k-tile.
+// The trace: per CTA, kTraceEvents events for each of kTraceRoles roles: the producer, consumer
+// warpgroup 0's stages, consumer warpgroup 0's tiles; each event is 4 uint64. Producer: {begin =
+// before the stage acquire, end = after the TMA copies are issued, globaltimer (ns) at end, meta =
+// k-tile index within the work tile}. Consumer stages: {before the full-barrier wait, after it (the
+// stage's data arrived), after the previous stage's MMAs completed and it was released, the same
+// k-tile index}. The event slot is the pipeline's running stage count, so producer event i and
+// consumer event i are the same k-tile. Consumer tiles (role 2, the traced plain epilogue only):
+// tile t fills events 2t and 2t + 1 (kTileWords below), all clock64 of warpgroup 0's thread 0.
 // Static: each translation unit has its own (only the traced variant's sets it, through
 // set_trace_buffer in its own file). kTraceEvents, kTraceWords: overlap_variants.h.
 static __device__ uint64_t* g_overlap_trace = nullptr;
@@ -44,8 +47,24 @@ CUTLASS_DEVICE uint64_t global_ns() {
 CUTLASS_DEVICE uint64_t* trace_event(int role, uint32_t count) {
   if (g_overlap_trace == nullptr || count >= static_cast<uint32_t>(kTraceEvents)) return nullptr;
   const size_t cta = blockIdx.x + static_cast<size_t>(blockIdx.y) * gridDim.x;
-  return g_overlap_trace + ((cta * 2 + role) * kTraceEvents + count) * kTraceWords;
+  return g_overlap_trace + ((cta * kTraceRoles + role) * kTraceEvents + count) * kTraceWords;
 }
+
+// A tile's record (role 2), eight words: the index of each.
+enum TileWord : int {
+  kMmaBegin = 0,       // mma() entered (before the first stage's wait)
+  kMmaTailEnd = 1,     // mma_tail() returned: every MMA of the tile complete, its stages released
+  kStoreBegin = 2,     // the epilogue's store() entered (after the store descriptor's acquire, if any)
+  kStoreEnd = 3,       // store() returned: every subtile's TMA store issued
+  kAcquireEnd = 4,     // the store descriptor's acquire fence returned (0: the expert did not change)
+  kReleaseBegin = 5,   // the next expert's store descriptor: its copy and release fence began (0: none)
+  kReleaseEnd = 6,     //   ... and returned
+  kKTiles = 7,         // the tile's k-tile count
+};
+// The consumer thread that writes the tile records: warpgroup 0's thread 0 (the kernel's thread 128,
+// after the producer warpgroup).
+CUTLASS_DEVICE bool tile_tracer() { return threadIdx.x == cutlass::NumThreadsPerWarpGroup; }
+CUTLASS_DEVICE uint64_t* tile_record(uint32_t tile) { return trace_event(2, 2 * tile); }
 
 // The consumer loop of CUTLASS's mainloop (one MMA batch in flight, a stage released once the
 // next batch is issued and the previous one has completed), with `Hook` called around each
@@ -67,6 +86,12 @@ struct ConsumerLoop : Base {
     cute::Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA, MMA_M, MMA_K, PIPE)
     cute::Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA, MMA_N, MMA_K, PIPE)
 
+    if (Hook::kTrace && thread_idx == 0) {
+      if (uint64_t* t = tile_record(tiles_)) {
+        t[kMmaBegin] = clock64();
+        t[kKTiles] = static_cast<uint64_t>(k_tile_count);
+      }
+    }
     auto smem_pipe_release = smem_pipe_read;
     tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
     if constexpr (!Hook::kMma) clear(accum);
@@ -111,7 +136,14 @@ struct ConsumerLoop : Base {
   CUTLASS_DEVICE void mma_tail(typename Base::MainloopPipeline pipeline, typename Base::PipelineState smem_pipe_release,
                                int k_tile_count) {
     if constexpr (Hook::kMma) Base::mma_tail(pipeline, smem_pipe_release, k_tile_count);
+    if (Hook::kTrace && tile_tracer()) {
+      if (uint64_t* t = tile_record(tiles_)) t[kMmaTailEnd] = clock64();
+    }
+    ++tiles_;
   }
+
+ private:
+  uint32_t tiles_ = 0;  // tiles this thread's mma() has run (each thread has its own mainloop object)
 };
 
 struct NoMmaHook {
@@ -245,6 +277,65 @@ struct BulkB : Base {
       ++k_tile_iter;
     }
   }
+};
+
+// CUTLASS's ptr-array TMA-store epilogue (no C operand), timestamped per tile into the tile record
+// (role 2) that Traced's consumer loop opens: the store descriptor's acquire, store(), and the next
+// expert's descriptor copy and release. The kernel calls these by name on its epilogue object, so
+// redefining them here wraps CUTLASS's without changing what they do.
+template <class Base>
+struct TracedEpilogue : Base {
+  using Base::Base;
+  using typename Base::Arguments;
+  using typename Base::Params;
+  using typename Base::TensorMapStorage;
+
+  template <bool IsLoad>
+  CUTLASS_DEVICE void tensormaps_fence_acquire(cute::TmaDescriptor const* tensormap) {
+    Base::template tensormaps_fence_acquire<IsLoad>(tensormap);
+    if (!IsLoad && tile_tracer()) {
+      if (uint64_t* t = tile_record(tiles_)) t[kAcquireEnd] = clock64();
+    }
+  }
+
+  // Called once before the first tile (no record) and after a tile whose successor is in another
+  // expert (recorded in that tile's record).
+  template <bool IsLoad>
+  CUTLASS_DEVICE void tensormaps_cp_fence_release(TensorMapStorage& shared_tensormaps, cute::TmaDescriptor const* tensormap,
+                                                  int32_t warp_group_idx = 0) {
+    const uint64_t t0 = clock64();
+    Base::template tensormaps_cp_fence_release<IsLoad>(shared_tensormaps, tensormap, warp_group_idx);
+    if (!IsLoad && tiles_ > 0 && tile_tracer()) {
+      if (uint64_t* t = tile_record(tiles_ - 1)) {
+        t[kReleaseBegin] = t0;
+        t[kReleaseEnd] = clock64();
+      }
+    }
+  }
+
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine, class AccLayout, class TiledMma,
+            class TensorMapD>
+  CUTLASS_DEVICE auto store(typename Base::LoadPipeline load_pipeline, typename Base::LoadPipelineState load_pipe_consumer_state,
+                            typename Base::StorePipeline store_pipeline, typename Base::StorePipelineState store_pipe_producer_state,
+                            ProblemShapeMNKL problem_shape_mnkl, TileShapeMNK tile_shape_MNK, TileCoordMNKL tile_coord_mnkl,
+                            cute::Tensor<AccEngine, AccLayout> accumulators, TiledMma tiled_mma, int thread_idx,
+                            typename Base::TensorStorage& shared_tensors, TensorMapD const& store_tensormap, int subtile_idx = -1) {
+    const uint64_t t0 = clock64();
+    auto next = Base::store(load_pipeline, load_pipe_consumer_state, store_pipeline, store_pipe_producer_state, problem_shape_mnkl,
+                            tile_shape_MNK, tile_coord_mnkl, accumulators, tiled_mma, thread_idx, shared_tensors, store_tensormap,
+                            subtile_idx);
+    if (thread_idx == 0) {
+      if (uint64_t* t = tile_record(tiles_)) {
+        t[kStoreBegin] = t0;
+        t[kStoreEnd] = clock64();
+      }
+    }
+    ++tiles_;
+    return next;
+  }
+
+ private:
+  uint32_t tiles_ = 0;  // tiles this thread has stored
 };
 
 }  // namespace moekit::bench_overlap

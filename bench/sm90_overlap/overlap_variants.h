@@ -30,17 +30,24 @@ inline constexpr Variant kVariants[] = {
     {12, "128x128-bulkB"},
     {13, "64x128c1x2"},      // kM64N128C1x2: A multicast to the two CTAs of an N pair
     {14, "128x256c1x2"},     // kM128N256C1x2
+    // The plain (TMA-store) epilogue, as gemm2 runs it: D is [rows, n] (the gated ones write n / 2).
+    {15, "128x256-plain"},          // kM128N256C1x1, CUTLASS's mainloop and epilogue
+    {16, "128x256-plain-traced"},   // 15 with the traced mainloop and the traced epilogue
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
-// The traced variant's buffer: per CTA and role (producer, consumer warpgroup 0) kTraceEvents
-// events of kTraceWords uint64 each (overlap_mainloops.cuh says what they hold).
+// The traced variants' buffer: per CTA and role (producer, consumer warpgroup 0, the consumer's
+// tiles) kTraceEvents events of kTraceWords uint64 each (overlap_mainloops.cuh says what they hold).
+constexpr int kTraceRoles = 3;
 constexpr int kTraceEvents = 1024;
 constexpr int kTraceWords = 4;
+// The first variant of the plain epilogue (main.cu sizes D and picks the traced variant by it).
+constexpr int kFirstPlainVariant = 15;
+inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant; }
 
-// Launches variant `id` (gated epilogue; a.d_type == a.type == bf16).
+// Launches variant `id` (a.d_type == a.type == bf16; the gated epilogue below kFirstPlainVariant).
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* stream);
-// Points the traced variant's trace at `buffer` (device memory; nullptr stops tracing).
-Status set_trace_buffer(uint64_t* buffer);
+// Points traced variant `id`'s trace at `buffer` (device memory; nullptr stops tracing).
+Status set_trace_buffer(int id, uint64_t* buffer);
 
 }  // namespace moekit::bench_overlap

@@ -30,11 +30,7 @@ using namespace cuda::moe::sm90;
 #elif MOEKIT_OVERLAP_VARIANT == 5
 #define TILE kM128N256C1x1
 #define MAINLOOP Traced
-Status set_trace_buffer(uint64_t* buffer) {
-  if (cudaMemcpyToSymbol(g_overlap_trace, &buffer, sizeof(buffer)) != cudaSuccess)
-    return Status::CudaError("cudaMemcpyToSymbol(g_overlap_trace) failed");
-  return Status::Ok();
-}
+#define TRACED 1
 #elif MOEKIT_OVERLAP_VARIANT == 6
 #define TILE kM64N128C1x1
 #define MAINLOOP PlainMainloop
@@ -62,15 +58,44 @@ Status set_trace_buffer(uint64_t* buffer) {
 #elif MOEKIT_OVERLAP_VARIANT == 14
 #define TILE kM128N256C1x2
 #define MAINLOOP PlainMainloop
+#elif MOEKIT_OVERLAP_VARIANT == 15
+#define TILE kM128N256C1x1
+#define MAINLOOP PlainMainloop
+#define PLAIN 1
+#elif MOEKIT_OVERLAP_VARIANT == 16
+#define TILE kM128N256C1x1
+#define MAINLOOP Traced
+#define EPILOGUE TracedEpilogue
+#define PLAIN 1
+#define TRACED 1
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
 #endif
 
 #define MOEKIT_CAT2(a, b) a##b
 #define MOEKIT_CAT(a, b) MOEKIT_CAT2(a, b)
+#ifndef EPILOGUE
+#define EPILOGUE PlainEpilogueAsBuilt
+#endif
+#ifdef PLAIN
+constexpr bool kGated = false;
+#else
+constexpr bool kGated = true;
+#endif
+static_assert(is_plain_variant(MOEKIT_OVERLAP_VARIANT) == !kGated, "overlap_variants.h numbers the plain variants last");
+
 Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
-  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, true, MAINLOOP>(
-      a, stream);
+  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, kGated, MAINLOOP,
+                      EPILOGUE>(a, stream);
 }
+
+#ifdef TRACED
+// This translation unit's trace pointer (g_overlap_trace is static: each unit has its own).
+Status MOEKIT_CAT(set_trace_buffer_, MOEKIT_OVERLAP_VARIANT)(uint64_t* buffer) {
+  if (cudaMemcpyToSymbol(g_overlap_trace, &buffer, sizeof(buffer)) != cudaSuccess)
+    return Status::CudaError("cudaMemcpyToSymbol(g_overlap_trace) failed");
+  return Status::Ok();
+}
+#endif
 
 }  // namespace moekit::bench_overlap

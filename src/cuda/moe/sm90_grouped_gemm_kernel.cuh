@@ -250,6 +250,10 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 // name, so a derived type that redefines one changes that side only).
 template <class BuiltMainloop>
 using PlainMainloop = BuiltMainloop;
+// Likewise for the plain (TMA-store) epilogue: the library runs CUTLASS's as built; experiments may
+// wrap it (bench/sm90_overlap's traced epilogue).
+template <class BuiltEpilogue>
+using PlainEpilogueAsBuilt = BuiltEpilogue;
 
 // CUTLASS's ptr-array mainloop, but for gemm2 of an overlapped pair (Sm90Overlap::kSecond): on a
 // CTA's first tile its producer issues the weight (B) loads of the first stages, then waits for
@@ -349,7 +353,7 @@ struct OverlapMainloop : Base {
 };
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = OverlapMainloop>
+          template <class> class Mainloop = OverlapMainloop, template <class> class EpilogueWrap = PlainEpilogueAsBuilt>
 struct Config {
   static constexpr bool kGated = Gated;
   using TileShape = typename Traits::TileShape;
@@ -364,11 +368,11 @@ struct Config {
   using ElementAccumulator = float;
 
   // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
-  using PlainEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using PlainEpilogue = EpilogueWrap<typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
       void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
-      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp;
+      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp>;
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
   using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
@@ -525,9 +529,9 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
 }
 
 template <typename ElementAB, typename ElementD, class Traits, bool Gated = false,
-          template <class> class Mainloop = OverlapMainloop>
+          template <class> class Mainloop = OverlapMainloop, template <class> class EpilogueWrap = PlainEpilogueAsBuilt>
 Status launch_typed(const Sm90GemmArgs& a, void* stream) {
-  using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop>;
+  using Cfg = Config<ElementAB, ElementD, Traits, Gated, Mainloop, EpilogueWrap>;
   using Gemm = typename Cfg::Gemm;
   static_assert(std::is_same_v<typename Cfg::GemmKernel::TileScheduler,
                                ClaimedOrderScheduler<MoeGroupShape, Cfg::GemmKernel::TileSchedulerStages>>,
