@@ -2,12 +2,12 @@
 // GEMM on one synthetic GEMM (E experts of `rows` routed rows each, weights [E, n, k]): gemm1 with
 // the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14, the plain TMA-store
 // epilogue of gemm2 (D [rows, n]) for 15 and 16 (not mixed in one run). Checks each variant's output
-// against the first one's, and writes the traced variant's timestamps (5 gated, 16 plain). An
+// against the first one's, and writes the traced variants' timestamps (overlap_variants.h). An
 // experiment (docs/perf-notes.md steps 19 and 31), not a product: built with
 // -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
 //
 //   sm90_overlap --experts 1 --rows 64 --n 131072 --k 768 --variants 0,1,3 [--rounds 3] [--reps 20]
-//                [--spread SIGMA] [--trace FILE]
+//                [--spread SIGMA] [--trace PREFIX]   (PREFIX-v<id>.bin for each traced variant listed)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -28,14 +28,21 @@ namespace moekit::bench_overlap {
 
 #define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
 DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14) DECLARE(15) DECLARE(16)
+DECLARE(17) DECLARE(18) DECLARE(19) DECLARE(20) DECLARE(21) DECLARE(22)
 #undef DECLARE
-Status set_trace_buffer_5(uint64_t* buffer);
-Status set_trace_buffer_16(uint64_t* buffer);
+#define DECLARE(i) Status set_trace_buffer_##i(uint64_t* buffer);
+DECLARE(5) DECLARE(16) DECLARE(18) DECLARE(20) DECLARE(22)
+#undef DECLARE
 
 Status set_trace_buffer(int id, uint64_t* buffer) {
-  if (id == 5) return set_trace_buffer_5(buffer);
-  if (id == 16) return set_trace_buffer_16(buffer);
-  return Status::InvalidArgument("variant " + std::to_string(id) + " is not traced");
+  switch (id) {
+    case 5: return set_trace_buffer_5(buffer);
+    case 16: return set_trace_buffer_16(buffer);
+    case 18: return set_trace_buffer_18(buffer);
+    case 20: return set_trace_buffer_20(buffer);
+    case 22: return set_trace_buffer_22(buffer);
+    default: return Status::InvalidArgument("variant " + std::to_string(id) + " is not traced");
+  }
 }
 
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
@@ -57,6 +64,12 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
     case 14: return run_variant_14(a, s);
     case 15: return run_variant_15(a, s);
     case 16: return run_variant_16(a, s);
+    case 17: return run_variant_17(a, s);
+    case 18: return run_variant_18(a, s);
+    case 19: return run_variant_19(a, s);
+    case 20: return run_variant_20(a, s);
+    case 21: return run_variant_21(a, s);
+    case 22: return run_variant_22(a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -157,7 +170,6 @@ int run(const Options& o) {
   const size_t a_elems = static_cast<size_t>(max_rows) * o.k;
   const size_t b_elems = static_cast<size_t>(o.experts) * o.n * o.k;
   const bool plain = is_plain_variant(o.variants[0]);
-  const int traced = plain ? 16 : 5;
   const size_t d_elems = static_cast<size_t>(max_rows) * (plain ? o.n : o.n / 2);
   __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
   int64_t* offsets = nullptr;
@@ -249,8 +261,10 @@ int run(const Options& o) {
                 weight_bytes / best / 1e6, flops / best / 1e6, best / base);
   }
 
-  // The trace of the traced variant (one launch, after the timed ones).
-  if (!o.trace.empty()) {
+  // The traces: one launch of each traced variant in the list, after the timed ones, to
+  // PREFIX-v<id>.bin.
+  for (int traced : o.variants) {
+    if (o.trace.empty() || !is_traced_variant(traced)) continue;
     const size_t words = static_cast<size_t>(sms) * kTraceRoles * kTraceEvents * kTraceWords;
     uint64_t* buf = nullptr;
     CHECK(cudaMalloc(&buf, words * 8));
@@ -261,16 +275,17 @@ int run(const Options& o) {
     CHECK_STATUS(set_trace_buffer(traced, nullptr));
     std::vector<uint64_t> h(words);
     CHECK(cudaMemcpy(h.data(), buf, words * 8, cudaMemcpyDeviceToHost));
-    FILE* f = std::fopen(o.trace.c_str(), "wb");
+    const std::string path = o.trace + "-v" + std::to_string(traced) + ".bin";
+    FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) {
-      std::fprintf(stderr, "cannot write %s\n", o.trace.c_str());
+      std::fprintf(stderr, "cannot write %s\n", path.c_str());
       return 1;
     }
     const int32_t header[4] = {sms, kTraceEvents, kTraceWords, kTraceRoles};
     std::fwrite(header, sizeof(header), 1, f);
     std::fwrite(h.data(), 8, words, f);
     std::fclose(f);
-    std::printf("trace: %s (variant %d: %d CTAs x %d roles x %d events x %d words)\n", o.trace.c_str(), traced, sms, kTraceRoles,
+    std::printf("trace: %s (variant %d: %d CTAs x %d roles x %d events x %d words)\n", path.c_str(), traced, sms, kTraceRoles,
                 kTraceEvents, kTraceWords);
     CHECK(cudaFree(buf));
   }

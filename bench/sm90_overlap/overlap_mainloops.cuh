@@ -279,6 +279,25 @@ struct BulkB : Base {
   }
 };
 
+// CUTLASS's ptr-array TMA-store epilogue rebuilt with `StagesD` subtiles in flight (0: as built) and
+// the TMA store of each subtile issued after the next subtile's shared-memory writes (`Delay`: what
+// CUTLASS's builder picks for dense kernels without C and not for ptr-array ones). The epilogue's
+// shared storage grows with StagesD, and the builder's carveout gives the mainloop what is left.
+template <int StagesD, bool Delay, class Epilogue>
+struct RebindStore;
+template <int StagesD, bool Delay, int C, int D, int F, bool R, bool OldDelay, int N, class... Rest>
+struct RebindStore<StagesD, Delay, cutlass::epilogue::collective::CollectiveEpilogue<
+                                       cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<C, D, F, R, OldDelay, N>, Rest...>> {
+  using type = cutlass::epilogue::collective::CollectiveEpilogue<
+      cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<C, StagesD == 0 ? D : StagesD, F, R, Delay, N>, Rest...>;
+};
+template <class E>
+using Stores4 = typename RebindStore<4, false, E>::type;
+template <class E>
+using Stores8 = typename RebindStore<8, false, E>::type;
+template <class E>
+using DelayedStore = typename RebindStore<0, true, E>::type;
+
 // CUTLASS's ptr-array TMA-store epilogue (no C operand), timestamped per tile into the tile record
 // (role 2) that Traced's consumer loop opens: the store descriptor's acquire, store(), and the next
 // expert's descriptor copy and release. The kernel calls these by name on its epilogue object, so
@@ -337,5 +356,12 @@ struct TracedEpilogue : Base {
  private:
   uint32_t tiles_ = 0;  // tiles this thread has stored
 };
+
+template <class E>
+using TracedStores4 = TracedEpilogue<Stores4<E>>;
+template <class E>
+using TracedStores8 = TracedEpilogue<Stores8<E>>;
+template <class E>
+using TracedDelayedStore = TracedEpilogue<DelayedStore<E>>;
 
 }  // namespace moekit::bench_overlap

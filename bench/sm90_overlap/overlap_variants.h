@@ -33,6 +33,12 @@ inline constexpr Variant kVariants[] = {
     // The plain (TMA-store) epilogue, as gemm2 runs it: D is [rows, n] (the gated ones write n / 2).
     {15, "128x256-plain"},          // kM128N256C1x1, CUTLASS's mainloop and epilogue
     {16, "128x256-plain-traced"},   // 15 with the traced mainloop and the traced epilogue
+    {17, "plain-stores4"},          // 15 with four epilogue subtiles in flight (CUTLASS builds two)
+    {18, "plain-stores4-traced"},
+    {19, "plain-stores8"},          // eight: a whole 128 x 256 tile (the mainloop keeps three stages)
+    {20, "plain-stores8-traced"},
+    {21, "plain-delayed"},          // each subtile's TMA store issued after the next one's smem writes
+    {22, "plain-delayed-traced"},
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
@@ -41,13 +47,15 @@ inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 constexpr int kTraceRoles = 3;
 constexpr int kTraceEvents = 1024;
 constexpr int kTraceWords = 4;
-// The first variant of the plain epilogue (main.cu sizes D and picks the traced variant by it).
+// The first variant of the plain epilogue (main.cu sizes D by it), and the variants that trace.
 constexpr int kFirstPlainVariant = 15;
 inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant; }
+inline constexpr bool is_traced_variant(int id) { return id == 5 || (id >= 16 && id % 2 == 0); }
 
 // Launches variant `id` (a.d_type == a.type == bf16; the gated epilogue below kFirstPlainVariant).
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* stream);
-// Points traced variant `id`'s trace at `buffer` (device memory; nullptr stops tracing).
+// Points traced variant `id`'s trace at `buffer` (device memory; nullptr stops tracing;
+// kInvalidArgument for a variant that does not trace).
 Status set_trace_buffer(int id, uint64_t* buffer);
 
 }  // namespace moekit::bench_overlap

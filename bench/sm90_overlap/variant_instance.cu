@@ -68,6 +68,28 @@ using namespace cuda::moe::sm90;
 #define EPILOGUE TracedEpilogue
 #define PLAIN 1
 #define TRACED 1
+#elif MOEKIT_OVERLAP_VARIANT >= 17 && MOEKIT_OVERLAP_VARIANT <= 22
+#define TILE kM128N256C1x1
+#define PLAIN 1
+#if MOEKIT_OVERLAP_VARIANT % 2 == 0
+#define MAINLOOP Traced
+#define TRACED 1
+#else
+#define MAINLOOP PlainMainloop
+#endif
+#if MOEKIT_OVERLAP_VARIANT == 17
+#define EPILOGUE Stores4
+#elif MOEKIT_OVERLAP_VARIANT == 18
+#define EPILOGUE TracedStores4
+#elif MOEKIT_OVERLAP_VARIANT == 19
+#define EPILOGUE Stores8
+#elif MOEKIT_OVERLAP_VARIANT == 20
+#define EPILOGUE TracedStores8
+#elif MOEKIT_OVERLAP_VARIANT == 21
+#define EPILOGUE DelayedStore
+#else
+#define EPILOGUE TracedDelayedStore
+#endif
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
 #endif
@@ -83,6 +105,11 @@ constexpr bool kGated = false;
 constexpr bool kGated = true;
 #endif
 static_assert(is_plain_variant(MOEKIT_OVERLAP_VARIANT) == !kGated, "overlap_variants.h numbers the plain variants last");
+#ifdef TRACED
+static_assert(is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's is_traced_variant must name this variant");
+#else
+static_assert(!is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's is_traced_variant names an untraced variant");
+#endif
 
 Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
   return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, kGated, MAINLOOP,
