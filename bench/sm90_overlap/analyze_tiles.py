@@ -11,6 +11,8 @@ TileWord). Per tile, in us (each CTA's clock from its producer events):
   after     store()'s return to the next mma() entry: the scheduler's next tile, and on an expert change the
             next store descriptor's copy and release (release: that part alone)
   changes   the share of tiles followed by an expert change
+  wg1_tail  warpgroup 1's mma_tail() return less warpgroup 0's (how much later the other half's MMAs end)
+  wg1_store warpgroup 1's store() entry less warpgroup 0's; store1: warpgroup 1's store() duration
 
     analyze_tiles.py FILE [--skip-first N]
 
@@ -21,17 +23,20 @@ import statistics as st
 
 from analyze_trace import clock_ghz, load
 
-MMA_BEGIN, MMA_TAIL_END, STORE_BEGIN, STORE_END, ACQUIRE_END, RELEASE_BEGIN, RELEASE_END, K_TILES = range(8)
+(MMA_BEGIN, MMA_TAIL_END, STORE_BEGIN, STORE_END, ACQUIRE_END, RELEASE_BEGIN, RELEASE_END, K_TILES,
+ MMA_TAIL_END1, STORE_BEGIN1, STORE_END1, MMA_BEGIN1) = range(12)
+EVENTS_PER_TILE = 4
 
 
 def tile_records(role):
-    """Tile t's eight words from events 2t and 2t + 1; stops at the first tile without a record."""
+    """Tile t's sixteen words from events 4t .. 4t + 3; stops at the first tile without a record."""
     tiles = []
     t = 0
-    while 2 * t in role or 2 * t + 1 in role:
-        a = role.get(2 * t, (0, 0, 0, 0))
-        b = role.get(2 * t + 1, (0, 0, 0, 0))
-        tiles.append(tuple(a) + tuple(b))
+    while any(EVENTS_PER_TILE * t + i in role for i in range(EVENTS_PER_TILE)):
+        words = ()
+        for i in range(EVENTS_PER_TILE):
+            words += tuple(role.get(EVENTS_PER_TILE * t + i, (0, 0, 0, 0)))
+        tiles.append(words)
         t += 1
     return tiles
 
@@ -45,7 +50,8 @@ def main():
     if len(ctas[0]) < 3:
         print("no tile records: trace the plain variant (16)")
         return 1
-    cols = {k: [] for k in ("period", "waits", "first", "mma", "acquire", "store", "after", "release")}
+    cols = {k: [] for k in ("period", "waits", "first", "mma", "acquire", "store", "after", "release", "wg1_tail",
+                            "wg1_store", "store1")}
     changes, counted, ghzs = 0, 0, []
     for roles in ctas:
         prod, cons, tiles_role = roles[0], roles[1], roles[2]
@@ -74,6 +80,10 @@ def main():
             cols["acquire"].append(us(r[STORE_BEGIN] - r[MMA_TAIL_END]))
             cols["store"].append(us(r[STORE_END] - r[STORE_BEGIN]))
             cols["after"].append(us(nxt[MMA_BEGIN] - r[STORE_END]))
+            if r[MMA_TAIL_END1] and r[STORE_END1]:
+                cols["wg1_tail"].append(us(r[MMA_TAIL_END1] - r[MMA_TAIL_END]))
+                cols["wg1_store"].append(us(r[STORE_BEGIN1] - r[STORE_BEGIN]))
+                cols["store1"].append(us(r[STORE_END1] - r[STORE_BEGIN1]))
             if r[RELEASE_BEGIN]:
                 changes += 1
                 cols["release"].append(us(r[RELEASE_END] - r[RELEASE_BEGIN]))
@@ -88,7 +98,7 @@ def main():
         if not v:
             continue
         q = st.quantiles(v, n=10) if len(v) > 1 else [v[0]] * 9
-        share = st.mean(v) * (len(v) / counted) / period  # release: only on changes
+        share = st.mean(v) * (len(v) / counted) / period  # release: only on changes; wg1_*: not phases
         print("%-8s %9.3f %9.3f %9.3f %9.3f %8.1f%%" % (name, st.mean(v), st.median(v), q[0], q[-1], 100.0 * share))
     return 0
 

@@ -33,7 +33,8 @@ using namespace cute;
 // stage's data arrived), after the previous stage's MMAs completed and it was released, the same
 // k-tile index}. The event slot is the pipeline's running stage count, so producer event i and
 // consumer event i are the same k-tile. Consumer tiles (role 2, the traced plain epilogue only):
-// tile t fills events 2t and 2t + 1 (kTileWords below), all clock64 of warpgroup 0's thread 0.
+// tile t fills events 4t .. 4t + 3 (TileWord below: sixteen words), clock64 of each consumer
+// warpgroup's thread 0 (one SM's clock, so the two warpgroups' words compare).
 // Static: each translation unit has its own (only the traced variant's sets it, through
 // set_trace_buffer in its own file). kTraceEvents, kTraceWords: overlap_variants.h.
 static __device__ uint64_t* g_overlap_trace = nullptr;
@@ -60,11 +61,18 @@ enum TileWord : int {
   kReleaseBegin = 5,   // the next expert's store descriptor: its copy and release fence began (0: none)
   kReleaseEnd = 6,     //   ... and returned
   kKTiles = 7,         // the tile's k-tile count
+  // Consumer warpgroup 1's thread 0 (the words above are warpgroup 0's):
+  kMmaTailEnd1 = 8,
+  kStoreBegin1 = 9,
+  kStoreEnd1 = 10,
+  kMmaBegin1 = 11,
 };
 // The consumer thread that writes the tile records: warpgroup 0's thread 0 (the kernel's thread 128,
 // after the producer warpgroup).
 CUTLASS_DEVICE bool tile_tracer() { return threadIdx.x == cutlass::NumThreadsPerWarpGroup; }
-CUTLASS_DEVICE uint64_t* tile_record(uint32_t tile) { return trace_event(2, 2 * tile); }
+// Warpgroup 1's thread 0 (the kernel's thread 256).
+CUTLASS_DEVICE bool tile_tracer1() { return threadIdx.x == 2 * cutlass::NumThreadsPerWarpGroup; }
+CUTLASS_DEVICE uint64_t* tile_record(uint32_t tile) { return trace_event(2, 4 * tile); }
 
 // The consumer loop of CUTLASS's mainloop (one MMA batch in flight, a stage released once the
 // next batch is issued and the previous one has completed), with `Hook` called around each
@@ -91,6 +99,9 @@ struct ConsumerLoop : Base {
         t[kMmaBegin] = clock64();
         t[kKTiles] = static_cast<uint64_t>(k_tile_count);
       }
+    }
+    if (Hook::kTrace && thread_idx == cutlass::NumThreadsPerWarpGroup) {
+      if (uint64_t* t = tile_record(tiles_)) t[kMmaBegin1] = clock64();
     }
     auto smem_pipe_release = smem_pipe_read;
     tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
@@ -136,8 +147,8 @@ struct ConsumerLoop : Base {
   CUTLASS_DEVICE void mma_tail(typename Base::MainloopPipeline pipeline, typename Base::PipelineState smem_pipe_release,
                                int k_tile_count) {
     if constexpr (Hook::kMma) Base::mma_tail(pipeline, smem_pipe_release, k_tile_count);
-    if (Hook::kTrace && tile_tracer()) {
-      if (uint64_t* t = tile_record(tiles_)) t[kMmaTailEnd] = clock64();
+    if (Hook::kTrace && (tile_tracer() || tile_tracer1())) {
+      if (uint64_t* t = tile_record(tiles_)) t[tile_tracer() ? kMmaTailEnd : kMmaTailEnd1] = clock64();
     }
     ++tiles_;
   }
@@ -343,10 +354,10 @@ struct TracedEpilogue : Base {
     auto next = Base::store(load_pipeline, load_pipe_consumer_state, store_pipeline, store_pipe_producer_state, problem_shape_mnkl,
                             tile_shape_MNK, tile_coord_mnkl, accumulators, tiled_mma, thread_idx, shared_tensors, store_tensormap,
                             subtile_idx);
-    if (thread_idx == 0) {
+    if (thread_idx == 0 || thread_idx == cutlass::NumThreadsPerWarpGroup) {
       if (uint64_t* t = tile_record(tiles_)) {
-        t[kStoreBegin] = t0;
-        t[kStoreEnd] = clock64();
+        t[thread_idx == 0 ? kStoreBegin : kStoreBegin1] = t0;
+        t[thread_idx == 0 ? kStoreEnd : kStoreEnd1] = clock64();
       }
     }
     ++tiles_;
