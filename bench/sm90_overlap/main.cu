@@ -1,7 +1,7 @@
 // sm90_overlap: times the overlap experiment's variants (overlap_variants.h) of the sm_90a grouped
 // GEMM on one synthetic GEMM (E experts of `rows` routed rows each, weights [E, n, k]): gemm1 with
-// the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14, the plain TMA-store
-// epilogue of gemm2 (D [rows, n]) for 15 and 16 (not mixed in one run). Checks each variant's output
+// the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14 and 24, the plain
+// TMA-store epilogue of gemm2 (D [rows, n]) for 15-23 (not mixed in one run). Checks each variant's output
 // against the first one's, and writes the traced variants' timestamps (overlap_variants.h). An
 // experiment (docs/perf-notes.md steps 19 and 31), not a product: built with
 // -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
@@ -28,7 +28,7 @@ namespace moekit::bench_overlap {
 
 #define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
 DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14) DECLARE(15) DECLARE(16)
-DECLARE(17) DECLARE(18) DECLARE(19) DECLARE(20) DECLARE(21) DECLARE(22)
+DECLARE(17) DECLARE(18) DECLARE(19) DECLARE(20) DECLARE(21) DECLARE(22) DECLARE(23) DECLARE(24)
 #undef DECLARE
 #define DECLARE(i) Status set_trace_buffer_##i(uint64_t* buffer);
 DECLARE(5) DECLARE(16) DECLARE(18) DECLARE(20) DECLARE(22)
@@ -70,6 +70,8 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
     case 20: return run_variant_20(a, s);
     case 21: return run_variant_21(a, s);
     case 22: return run_variant_22(a, s);
+    case 23: return run_variant_23(a, s);
+    case 24: return run_variant_24(a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }

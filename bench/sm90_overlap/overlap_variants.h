@@ -39,6 +39,10 @@ inline constexpr Variant kVariants[] = {
     {20, "plain-stores8-traced"},
     {21, "plain-delayed"},          // each subtile's TMA store issued after the next one's smem writes
     {22, "plain-delayed-traced"},
+    // The 2 x 1 cluster on the 128 x 256 tile: each weight tile multicast to the two CTAs of an M pair
+    // (what cuBLAS picks at prefill). CUTLASS's group scheduler pads each expert's M tiles to even.
+    {23, "plain-c2x1"},
+    {24, "gated-c2x1"},             // a gated variant: run it with 0..14, not with the plain ones
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
@@ -47,10 +51,10 @@ inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 constexpr int kTraceRoles = 3;
 constexpr int kTraceEvents = 1024;
 constexpr int kTraceWords = 4;
-// The first variant of the plain epilogue (main.cu sizes D by it), and the variants that trace.
+// The variants of the plain epilogue (main.cu sizes D by them), and the variants that trace.
 constexpr int kFirstPlainVariant = 15;
-inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant; }
-inline constexpr bool is_traced_variant(int id) { return id == 5 || (id >= 16 && id % 2 == 0); }
+inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant && id != 24; }
+inline constexpr bool is_traced_variant(int id) { return id == 5 || (id >= 16 && id <= 22 && id % 2 == 0); }
 
 // Launches variant `id` (a.d_type == a.type == bf16; the gated epilogue below kFirstPlainVariant).
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* stream);

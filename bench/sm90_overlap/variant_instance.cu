@@ -90,8 +90,24 @@ using namespace cuda::moe::sm90;
 #else
 #define EPILOGUE TracedDelayedStore
 #endif
+#elif MOEKIT_OVERLAP_VARIANT == 23 || MOEKIT_OVERLAP_VARIANT == 24
+#define TRAITS ClusterM2Traits
+#define MAINLOOP PlainMainloop
+#if MOEKIT_OVERLAP_VARIANT == 23
+#define PLAIN 1
+#endif
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
+#endif
+
+// The 128 x 256 cooperative tile in 2 x 1 clusters (not a library tile since step 14: the group
+// scheduler pads every expert with an odd M-tile count by a whole tile).
+struct ClusterM2Traits : Cooperative {
+  using TileShape = Shape<_128, _256, _64>;
+  using ClusterShape = Shape<_2, _1, _1>;
+};
+#ifndef TRAITS
+#define TRAITS TileTraits<cuda::moe::Sm90Tile::TILE>
 #endif
 
 #define MOEKIT_CAT2(a, b) a##b
@@ -112,8 +128,7 @@ static_assert(!is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's 
 #endif
 
 Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
-  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TileTraits<cuda::moe::Sm90Tile::TILE>, kGated, MAINLOOP,
-                      EPILOGUE>(a, stream);
+  return launch_typed<cutlass::bfloat16_t, cutlass::bfloat16_t, TRAITS, kGated, MAINLOOP, EPILOGUE>(a, stream);
 }
 
 #ifdef TRACED
