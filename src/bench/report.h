@@ -24,7 +24,7 @@ struct BenchRow {
   std::string preset;
   std::string shape;     // "E=128 K=8 H=2048 I=768 bf16"
   int64_t tokens = 0;
-  std::string routing;   // "uniform" or "zipf s=1.2"
+  std::string routing;   // "uniform", "zipf s=1.2" or "balanced"
   std::string method;    // "moekit", "cublas", or the step's kernel name
   std::string kind = "layer";  // "layer" or "stage"
   Summary us;

@@ -22,6 +22,14 @@ std::vector<int> popularity_ranks(int num_experts, const RoutingSkew& skew) {
 
 void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint64_t set_seed) {
   const int64_t T = logits.size(0), E = logits.size(1);
+  if (skew.balanced_top_k > 0) {
+    const int64_t K = std::min<int64_t>(skew.balanced_top_k, E);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t e = 0; e < E; ++e) store_element(logits.data(), logits.dtype(), t * E + e, -8.0);
+      for (int64_t j = 0; j < K; ++j) store_element(logits.data(), logits.dtype(), t * E + (t * K + j) % E, 8.0 - 0.01 * static_cast<double>(j));
+    }
+    return;
+  }
   const std::vector<int> rank = popularity_ranks(static_cast<int>(E), skew);
   std::vector<double> log_p(static_cast<size_t>(E));
   for (int64_t e = 0; e < E; ++e) log_p[static_cast<size_t>(e)] = -skew.zipf_s * std::log(rank[static_cast<size_t>(e)] + 1.0);

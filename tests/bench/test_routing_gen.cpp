@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "bench/routing_gen.h"
+#include "moekit/cpu_reference.h"
+#include "moekit/presets.h"
 
 namespace moekit::bench {
 namespace {
@@ -69,6 +71,48 @@ TEST(RoutingGen, UniformSpreadsTheLoad) {
   const std::vector<int> count = topk_counts(logits(20000, E, {.zipf_s = 0.0, .seed = 5}, 1), K);
   const double mean = 20000.0 * K / E;  // 2500
   for (int c : count) EXPECT_NEAR(c, mean, 0.1 * mean);
+}
+
+// Balanced routing: every preset's own router (softmax, sigmoid with DeepSeek-V3's groups and a
+// correction bias as large as the random layers draw) gives each expert exactly T*K/E rows.
+TEST(RoutingGen, BalancedGivesEveryExpertTheSameRowsUnderEveryRouter) {
+  for (const ModelPreset& preset : model_presets()) {
+    const MoeProblem& p = preset.problem;
+    SCOPED_TRACE(std::string(preset.name));
+    const int E = p.num_experts, K = p.top_k;
+    for (const int64_t T : {int64_t{E}, int64_t{3} * E, int64_t{7}}) {
+      SCOPED_TRACE(testing::Message() << "T=" << T);
+      Tensor l = Tensor::empty(DType::kF32, {T, E}).value();
+      fill_router_logits(l, {.seed = 9, .balanced_top_k = K}, 1);
+      Tensor bias = Tensor::empty(DType::kF32, {E}).value();
+      for (int e = 0; e < E; ++e) bias.data_as<float>()[e] = (e % 7 - 3) * 0.1f;  // within the random layers' +-0.3
+      Tensor ids = Tensor::empty(DType::kI32, {T, K}).value();
+      Tensor w = Tensor::empty(DType::kF32, {T, K}).value();
+      ASSERT_TRUE(cpu::route(p.routing, E, K, l, p.routing.method == RoutingMethod::kDeepSeekV3 ? bias.view() : TensorView(), ids, w).ok());
+      std::vector<int64_t> count(static_cast<size_t>(E), 0);
+      for (int64_t i = 0; i < T * K; ++i) ++count[static_cast<size_t>(ids.data_as<int32_t>()[i])];
+      const int64_t fewest = *std::min_element(count.begin(), count.end()), most = *std::max_element(count.begin(), count.end());
+      if (T * K % E == 0) {
+        EXPECT_EQ(fewest, T * K / E);
+        EXPECT_EQ(most, T * K / E);
+      } else {
+        EXPECT_LE(most - fewest, 1);
+      }
+      // Token t's experts are t*K .. t*K + K - 1 (mod E), whatever order the router lists them in.
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<int> got(ids.data_as<int32_t>() + t * K, ids.data_as<int32_t>() + (t + 1) * K), want;
+        for (int j = 0; j < K; ++j) want.push_back(static_cast<int>((t * K + j) % E));
+        std::sort(got.begin(), got.end());
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(got, want) << "token " << t;
+      }
+    }
+  }
+}
+
+TEST(RoutingGen, BalancedIgnoresTheSeeds) {
+  const Tensor a = logits(8, 16, {.seed = 1, .balanced_top_k = 4}, 1), b = logits(8, 16, {.seed = 2, .balanced_top_k = 4}, 5);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.storage_bytes()), 0);
 }
 
 }  // namespace

@@ -201,8 +201,8 @@ int run(BenchOptions o) {
   auto selection = select_device(*choice, default_registry());
   if (!selection.ok()) return fail(selection.status());
   const bool gpu = selection->device.backend == BackendKind::kCuda;
-  if (o.routing != "uniform" && o.routing != "zipf")
-    return fail(Status::InvalidArgument(fmt::format("--popularity={} is not one of uniform, zipf", o.routing)));
+  if (o.routing != "uniform" && o.routing != "zipf" && o.routing != "balanced")
+    return fail(Status::InvalidArgument(fmt::format("--popularity={} is not one of uniform, zipf, balanced", o.routing)));
   if (o.problem.preset.empty() && !o.problem.experts) {
     o.problem.preset = kDefaultPresets;
     if (!o.problem.quant) o.problem.quant = "none";  // PERFORMANCE.md's table is bf16
@@ -247,14 +247,17 @@ int run(BenchOptions o) {
                                     o.reps, o.iters, o.warmup);
   auto machine = measure_ceilings(gpu, report);
   if (!machine.ok()) return fail(machine.status());
-  const RoutingSkew skew{.zipf_s = o.routing == "zipf" ? o.zipf_s : 0.0, .seed = o.seed};
-  const std::string routing = o.routing == "zipf" ? fmt::format("zipf s={:g}", o.zipf_s) : "uniform";
+  // Balanced routing takes each problem's own top-k (below).
+  const RoutingSkew random_skew{.zipf_s = o.routing == "zipf" ? o.zipf_s : 0.0, .seed = o.seed};
+  const std::string routing = o.routing == "zipf" ? fmt::format("zipf s={:g}", o.zipf_s) : o.routing;
   const TimingOptions topts{.warmup = o.warmup, .iters = o.iters, .reps = o.reps, .stages = o.stages, .baseline = o.baseline && gpu,
                             .batched_reference = o.batched_reference && gpu};
 
   bool refcheck_ok = true;
   Progress progress(static_cast<int>(problems.size() * o.tokens.size()), stderr);
   for (const auto& [name, p] : problems) {
+    RoutingSkew skew = random_skew;
+    if (o.routing == "balanced") skew.balanced_top_k = p.top_k;
     auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions, .choice = *knobs});
     if (!runner.ok()) return fail(runner.status().with_context(name));
     progress.status(fmt::format("{}: random weights{}", name, gpu ? " and their upload" : ""));
@@ -344,7 +347,10 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--tokens,-T", o->tokens, "Token counts, comma-separated (default: 1,8,...,16384 on a GPU, 1,8 on the CPU)")->delimiter(',');
   cmd->add_option("--backend", o->backend, "auto, cpu or cuda")->capture_default_str();
   // Not --routing: that option (ProblemOptions) names the routing method.
-  cmd->add_option("--popularity", o->routing, "Expert popularity of the random routing: uniform, or zipf (~ rank^-s)")->capture_default_str();
+  cmd->add_option("--popularity", o->routing,
+                  "Expert popularity of the routing: uniform or zipf (~ rank^-s), random; or balanced (token t to experts t*k .. t*k+k-1 mod E: "
+                  "every expert T*k/E rows)")
+      ->capture_default_str();
   cmd->add_option("--zipf-s", o->zipf_s, "The Zipf exponent s of --popularity zipf")->capture_default_str();
   cmd->add_option("--iters", o->iters, "Calls (graph replays) per timed sample (0: 20 on a GPU, 1 on the CPU)");
   cmd->add_option("--reps", o->reps, "Timed samples per measurement set (0: 10 on a GPU, 3 on the CPU)");
