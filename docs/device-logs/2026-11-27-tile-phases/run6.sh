@@ -16,7 +16,7 @@ for p in mixtral-8x7b:256,1024,4096 qwen3-30b-a3b:256,1024,4096,16384 deepseek-v
     [ "$(left)" -lt 20 ] && break 2
     timeout $(( $(left) - 5 )) $B bench --backend cuda --quant none --gate-up interleaved --sets 1 --reps 3 --no-baseline \
       --popularity $pop --preset ${p%%:*} --tokens ${p#*:} --csv "$OUT/r/pop-${p%%:*}-$pop.csv" > "$OUT/r/pop-${p%%:*}-$pop.txt" 2>&1
-    echo "# ${p%%:*} $pop rc=$? at $((SECONDS - START))s"; grep -E "^ +[0-9]+ +moekit" "$OUT/r/pop-${p%%:*}-$pop.txt" | awk '{print $1, $3, $(NF-4), $(NF-3)}'
+    echo "# ${p%%:*} $pop rc=$? at $((SECONDS - START))s"; grep -E "^ +[0-9]+ +moekit" "$OUT/r/pop-${p%%:*}-$pop.txt" | awk '{print $1, $3, $6, $9}'
   done
 done
 pack
