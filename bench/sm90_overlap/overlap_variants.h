@@ -43,10 +43,6 @@ inline constexpr Variant kVariants[] = {
     // (what cuBLAS picks at prefill). CUTLASS's group scheduler pads each expert's M tiles to even.
     {23, "plain-c2x1"},
     {24, "gated-c2x1"},             // a gated variant: run it with 0..14, not with the plain ones
-    // The split tail (Sm90GemmArgs::split_tail): 15's and 0's kernels with the last wave's tiles split
-    // along K. No instantiation of their own (main.cu sets the argument).
-    {25, "plain-split"},
-    {26, "gated-split"},
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
@@ -57,7 +53,7 @@ constexpr int kTraceEvents = 1024;
 constexpr int kTraceWords = 4;
 // The variants of the plain epilogue (main.cu sizes D by them), and the variants that trace.
 constexpr int kFirstPlainVariant = 15;
-inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant && id != 24 && id != 26; }
+inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant && id != 24; }
 inline constexpr bool is_traced_variant(int id) { return id == 5 || (id >= 16 && id <= 22 && id % 2 == 0); }
 
 // Launches variant `id` (a.d_type == a.type == bf16; the gated epilogue below kFirstPlainVariant).

@@ -73,9 +73,8 @@ __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1
 // claims as it has tiles (each CTA that starts on a tile ends on one failed claim, and the
 // successful claims hand out the tiles past the grid), so the CTA whose claim is the last one copies
 // the counter into the third word and zeroes it: a launch without its setup (an overlapped gemm2
-// replayed alone, Sm90Overlap) claims from 0 again. The fourth word is Sm90GemmArgs::split_tail's
-// address (0: no split), also written by the setup kernel.
-constexpr int kClaimWords = 4;
+// replayed alone, Sm90Overlap) claims from 0 again.
+constexpr int kClaimWords = 3;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
 static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
@@ -150,41 +149,14 @@ class ClaimedOrderScheduler : private OverlapEntry,
   CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
       : OverlapEntry(params.problem_shapes_.overlap), Base(params, response) {}
 
-  using typename Base::WorkTileInfo;
-
-  // The CTA's first tile (every thread calls this, before the roles split). With the split tail the
-  // fixed order's units replace CUTLASS's tiles (split_plan).
-  template <class ClusterShape>
-  CUTLASS_DEVICE auto initial_work_tile_info(ClusterShape cluster_shape) {
-    // The split tail's word is loaded beside CUTLASS's own first loads, so that a launch without it
-    // (the library's) pays no extra latency at its start.
-    const unsigned long long split = reinterpret_cast<const volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[3];
-    auto work = Base::initial_work_tile_info(cluster_shape);
-    if (split == 0) return work;
-    read_words();
-    if (pieces_ == 0) return work;
-    // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
-    unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
-                ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
-                : uint64_t(blockIdx.x) * uint64_t(gridDim.y) + uint64_t(blockIdx.y);
-    return work_for_unit(unit_);
-  }
-
   template <class Pipeline, class PipelineState>
   CUTLASS_DEVICE auto advance_to_next_work(Pipeline& pipeline, PipelineState state, uint32_t advance_count = 1) {
     auto& shapes = this->scheduler_params.problem_shapes_;
-    auto* words = claim_words(shapes);
-    read_words();
-    if (pieces_ != 0) {  // the fixed order over the split tail's units (the claimed order does not split)
-      unit_ += uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z) * advance_count;
-      auto work = work_for_unit(unit_);  // the whole warp: it shuffles
-      pipeline.producer_acquire(state);
-      if (cute::elect_one_sync()) {
-        this->response_ptr_[state.index()] = work;
-        cutlass::arch::fence_view_async_shared();
-        pipeline.producer_commit(state);
-      }
-      return cute::make_tuple(work, true);
+    auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
+                                                        claim_words_offset(shapes.groups()));
+    if (lookahead_ == ~0u) {
+      lookahead_ = read_lookahead(shapes, words);
+      tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
     }
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
       return Base::advance_to_next_work(pipeline, state, advance_count);
@@ -211,141 +183,6 @@ class ClaimedOrderScheduler : private OverlapEntry,
     }
     return cute::make_tuple(work, true);
   }
-
-  // ---- The split tail (Sm90GemmArgs::split_tail; an experiment, docs/perf-notes.md step 31) ----
-  // A piece carries its place in WorkTileInfo::is_valid_tile, which the kernel only tests for zero:
-  // bit 30 set; bits 0-2 the pieces less one, 3-5 the piece, 6-13 the tail tile, 14-23 its first
-  // k-tile. Whole tiles keep CUTLASS's 1. The kernel asks the static functions below by name.
-  static constexpr uint32_t kPieceFlag = 1u << 30;
-  struct Piece {
-    bool split;
-    uint32_t pieces, piece, tail_tile, k_start;
-  };
-  CUTLASS_HOST_DEVICE static Piece piece_of(WorkTileInfo const& w) {
-    const uint32_t v = static_cast<uint32_t>(w.is_valid_tile);
-    if ((v & kPieceFlag) == 0) return {false, 1, 0, 0, 0};
-    return {true, (v & 7u) + 1, (v >> 3) & 7u, (v >> 6) & 255u, (v >> 14) & 1023u};
-  }
-
-  template <class ProblemShape_MNKL, class TileShape>
-  CUTLASS_HOST_DEVICE static int get_work_k_tile_count(WorkTileInfo const& w, ProblemShape_MNKL problem_shape, TileShape tile_shape) {
-    const int k_tiles = Base::get_work_k_tile_count(w, problem_shape, tile_shape);
-    const Piece p = piece_of(w);
-    if (!p.split) return k_tiles;
-    return static_cast<int>((p.piece + 1) * static_cast<uint32_t>(k_tiles) / p.pieces - p.k_start);
-  }
-  CUTLASS_HOST_DEVICE static uint32_t get_work_k_tile_start(WorkTileInfo const& w) { return piece_of(w).k_start; }
-  // Only the last piece of a split tile stores it.
-  CUTLASS_HOST_DEVICE static bool compute_epilogue(WorkTileInfo const& w, typename Base::Params const&) {
-    const Piece p = piece_of(w);
-    return !p.split || p.piece + 1 == p.pieces;
-  }
-
-  // The consumer warpgroups (256 threads after the producer warpgroup) of a split tile's piece: all
-  // but the last write their float32 accumulators to their slot and count themselves in; the last
-  // waits for the others and adds their slots in piece order, then runs the epilogue as usual.
-  template <class FrgTensorC>
-  CUTLASS_DEVICE static void fixup(typename Base::Params const& params, WorkTileInfo const& w, FrgTensorC& accumulators,
-                                   uint32_t, uint32_t) {
-    const Piece p = piece_of(w);
-    if (!p.split) return;
-    constexpr int kConsumers = 2 * cutlass::NumThreadsPerWarpGroup;
-    constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
-    static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= 128 * 256 * sizeof(float),
-                  "a partial tile must fit one 128 x 256 float32 slot");
-    auto* words = claim_words(params.problem_shapes_);
-    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3]));
-    auto* counters = reinterpret_cast<int*>(area);
-    float4* slots = reinterpret_cast<float4*>(area + 4096);
-    const int t = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;  // 0 .. 255
-    // Slot of piece q (< pieces - 1) of tail tile j: float4 i of thread t at [i][t].
-    auto slot = [&](uint32_t q) { return slots + static_cast<size_t>(p.tail_tile * (p.pieces - 1) + q) * (kValues / 4) * kConsumers; };
-    using cutlass::arch::NamedBarrier;
-    constexpr uint32_t kBarrier = static_cast<uint32_t>(cutlass::arch::ReservedNamedBarriers::StreamkBarrier0);
-    if (p.piece + 1 < p.pieces) {
-      float4* mine = slot(p.piece);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < kValues / 4; ++i)
-        mine[i * kConsumers + t] = make_float4(accumulators(4 * i), accumulators(4 * i + 1), accumulators(4 * i + 2), accumulators(4 * i + 3));
-      __threadfence();
-      NamedBarrier::sync(kConsumers, kBarrier);
-      if (t == 0) atomicAdd(counters + p.tail_tile, 1);
-      return;
-    }
-    if (t == 0) {
-      const int want = static_cast<int>(p.pieces) - 1;
-      int seen = 0;
-      do {
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(counters + p.tail_tile) : "memory");
-      } while (seen < want);
-      counters[p.tail_tile] = 0;  // every other piece has counted: the next launch starts from 0
-    }
-    NamedBarrier::sync(kConsumers, kBarrier);
-    for (uint32_t q = 0; q + 1 < p.pieces; ++q) {
-      const float4* theirs = slot(q);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < kValues / 4; ++i) {
-        const float4 v = __ldcg(theirs + i * kConsumers + t);
-        accumulators(4 * i) += v.x;
-        accumulators(4 * i + 1) += v.y;
-        accumulators(4 * i + 2) += v.z;
-        accumulators(4 * i + 3) += v.w;
-      }
-    }
-  }
-
- private:
-  CUTLASS_DEVICE static unsigned long long* claim_words(const GroupShape& shapes) {
-    return reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) + claim_words_offset(shapes.groups()));
-  }
-
-  // The lookahead, the tile count and the split plan, once per thread. The whole warp.
-  CUTLASS_DEVICE void read_words() {
-    if (lookahead_ != ~0u) return;
-    auto& shapes = this->scheduler_params.problem_shapes_;
-    auto* words = claim_words(shapes);
-    lookahead_ = read_lookahead(shapes, words);
-    tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
-    split_plan(reinterpret_cast<const volatile unsigned long long*>(words)[3] != 0);
-  }
-
-  // The fixed order over units: whole tiles for the full rounds (R = tiles / grid of them per CTA),
-  // then each of the rem = tiles % grid remaining tiles as s = min(grid / rem, k_tiles / 8, 8)
-  // pieces, so that the last round keeps s times as many CTAs busy. No split when s < 2, under the
-  // claimed order, or past the encodings' limits (256 tail tiles, 1024 k-tiles).
-  CUTLASS_DEVICE void split_plan(bool enabled) {
-    pieces_ = 0;
-    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
-    if (!enabled || lookahead_ != 0 || tiles_ == 0) return;
-    const auto& shapes = this->scheduler_params.problem_shapes_;
-    const int cta_k = this->scheduler_params.cta_shape_.k();
-    k_tiles_ = static_cast<uint32_t>((cute::get<2>(shapes.problem_shapes[0]) + cta_k - 1) / cta_k);
-    const uint64_t rem = tiles_ % grid;
-    if (rem == 0 || rem > 255 || k_tiles_ > 1023) return;
-    const uint64_t s = cute::min(cute::min(grid / rem, uint64_t(k_tiles_ / 8)), uint64_t(8));
-    if (s < 2) return;
-    pieces_ = static_cast<uint32_t>(s);
-    whole_ = tiles_ - rem;
-  }
-
-  // Unit u of the split plan as a work tile (invalid past the last). The whole warp.
-  CUTLASS_DEVICE WorkTileInfo work_for_unit(uint64_t u) {
-    if (u < whole_) return this->get_current_work_for_linear_idx(u);
-    const uint64_t j = (u - whole_) / pieces_, q = (u - whole_) % pieces_;
-    if (whole_ + j >= tiles_) return WorkTileInfo::invalid_work_tile();
-    WorkTileInfo w = this->get_current_work_for_linear_idx(whole_ + j);
-    if (w.is_valid()) {
-      const uint32_t k_start = static_cast<uint32_t>(q) * k_tiles_ / pieces_;
-      w.is_valid_tile = static_cast<int32_t>(kPieceFlag | (pieces_ - 1) | (static_cast<uint32_t>(q) << 3) |
-                                             (static_cast<uint32_t>(j) << 6) | (k_start << 14));
-    }
-    return w;
-  }
-
-  uint32_t pieces_ = 0;   // the split tail's pieces a tail tile (0: no split)
-  uint32_t k_tiles_ = 0;  // k-tiles a whole tile
-  uint64_t whole_ = 0;    // units (= tiles) before the tail
-  uint64_t unit_ = 0;     // this thread's current unit under the split plan
 };
 
 }  // namespace moekit::cuda::moe::sm90
@@ -688,7 +525,6 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
-  j.split_tail = a.split_tail;
   return j;
 }
 
@@ -709,13 +545,6 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
                                    " bytes, needs " + std::to_string(lay.workspace + ws));
 
   void* workspace = base + lay.workspace;
-  if (a.split_tail != nullptr) {
-    constexpr bool cooperative = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule>;
-    if (!cooperative || cute::size(typename Cfg::ClusterShape{}) != 1)
-      return Status::Unsupported("sm90 grouped GEMM: split_tail needs a cooperative tile without a cluster");
-    if (reinterpret_cast<uintptr_t>(a.split_tail) % 16 != 0)
-      return Status::InvalidArgument("sm90 grouped GEMM: split_tail must be 16-byte aligned");
-  }
   // Host arithmetic only; built also when the setup does not run, for make_arguments' pointers.
   const Sm90SetupJob job = setup_job<Cfg>(a, lay);
 
