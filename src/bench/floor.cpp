@@ -1,5 +1,6 @@
 #include "bench/floor.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace moekit::bench {
@@ -22,13 +23,16 @@ LayerTraffic layer_traffic(const MoeProblem& p, std::span<const int32_t> topk_id
                            double activation_bytes) {
   LayerTraffic t;
   const int64_t begin = p.local_expert_begin, n = p.local_experts();
-  std::vector<char> hit(static_cast<size_t>(n), 0);
+  std::vector<int64_t> rows(static_cast<size_t>(n), 0);
   for (int32_t id : topk_ids) {
     if (id < begin || id >= begin + n) continue;
     ++t.routed_rows;
-    hit[static_cast<size_t>(id - begin)] = 1;
+    ++rows[static_cast<size_t>(id - begin)];
   }
-  for (char h : hit) t.experts_hit += h;
+  for (int64_t r : rows) {
+    t.experts_hit += r > 0;
+    t.max_expert_rows = std::max(t.max_expert_rows, r);
+  }
   t.weight_bytes = static_cast<double>(t.experts_hit) * w.per_expert + (t.experts_hit > 0 ? w.shared : 0.0);
   t.activation_bytes = activation_bytes;
   t.flops = 2.0 * static_cast<double>(t.routed_rows) * (static_cast<double>(p.gemm1_rows()) + p.intermediate) * p.hidden;

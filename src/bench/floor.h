@@ -29,6 +29,9 @@ WeightBytes weight_bytes(const MoeWeights& weights, int local_experts);
 struct LayerTraffic {
   int64_t experts_hit = 0;   // distinct local experts with at least one routed row
   int64_t routed_rows = 0;   // (token, slot) pairs routed to a local expert
+  // The most rows routed to one local expert: against routed_rows / experts_hit, how uneven the
+  // experts are (the grouped GEMMs pay for the most loaded expert's partial tiles and last wave).
+  int64_t max_expert_rows = 0;
   double weight_bytes = 0;
   double activation_bytes = 0;
   double flops = 0;

@@ -67,13 +67,13 @@ std::string report_table(const BenchReport& r) {
 
 std::string report_csv(const BenchReport& r) {
   std::string s =
-      "preset,shape,tokens,routing,method,kind,median_us,min_us,max_us,p10_us,p90_us,spread,runs,experts_hit,routed_rows,bytes,"
-      "flops,floor_us,bound,percent_of_floor,tflops,gbps,refcheck,note\n";
+      "preset,shape,tokens,routing,method,kind,median_us,min_us,max_us,p10_us,p90_us,spread,runs,experts_hit,routed_rows,"
+      "max_expert_rows,bytes,flops,floor_us,bound,percent_of_floor,tflops,gbps,refcheck,note\n";
   for (const BenchRow& row : r.rows) {
-    s += fmt::format("{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{},{:.2f},{:.1f},{:.0f},{:.0f},{:.3f},{},{:.2f},{:.4f},{:.2f},{},{}\n",
+    s += fmt::format("{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{},{:.2f},{:.1f},{:.1f},{:.0f},{:.0f},{:.3f},{},{:.2f},{:.4f},{:.2f},{},{}\n",
                      csv_field(row.preset), csv_field(row.shape), row.tokens, csv_field(row.routing), csv_field(row.method), row.kind,
                      row.us.median, row.us.min, row.us.max, row.us.p10, row.us.p90, row.us.spread, row.us.count, row.experts_hit,
-                     row.routed_rows, row.bytes, row.flops, row.floor_us, row.bound, row.percent_of_floor(), row.tflops(), row.gbps(),
+                     row.routed_rows, row.max_expert_rows, row.bytes, row.flops, row.floor_us, row.bound, row.percent_of_floor(), row.tflops(), row.gbps(),
                      row.refcheck < 0 ? std::string() : fmt::format("{:.3e}", row.refcheck), csv_field(row.note));
   }
   return s;
@@ -96,7 +96,8 @@ std::string report_json(const BenchReport& r) {
       x.update({{"median_us", row.us.median}, {"min_us", row.us.min}, {"max_us", row.us.max}, {"p10_us", row.us.p10},
                 {"p90_us", row.us.p90}, {"spread", row.us.spread}, {"runs", row.us.count}});
       if (row.kind == "layer")
-        x.update({{"experts_hit", row.experts_hit}, {"routed_rows", row.routed_rows}, {"bytes", row.bytes}, {"flops", row.flops},
+        x.update({{"experts_hit", row.experts_hit}, {"routed_rows", row.routed_rows}, {"max_expert_rows", row.max_expert_rows},
+                  {"bytes", row.bytes}, {"flops", row.flops},
                   {"floor_us", row.floor_us}, {"bound", row.bound}, {"percent_of_floor", row.percent_of_floor()},
                   {"tflops", row.tflops()}, {"gbps", row.gbps()}});
     }

@@ -30,6 +30,7 @@ struct BenchRow {
   Summary us;
   // Averaged over the measurement sets (each has its own routing).
   double experts_hit = 0, routed_rows = 0, bytes = 0, flops = 0;
+  double max_expert_rows = 0;  // the most rows one local expert got (LayerTraffic)
   double floor_us = 0;
   std::string bound;     // "memory" or "compute"
   double refcheck = -1;  // relative error against the CPU reference; < 0: not checked
@@ -49,7 +50,7 @@ struct BenchReport {
 
 std::string report_table(const BenchReport& r);
 // Header: preset,shape,tokens,routing,method,kind,median_us,min_us,max_us,p10_us,p90_us,spread,runs,
-// experts_hit,routed_rows,bytes,flops,floor_us,bound,percent_of_floor,tflops,gbps,refcheck,note
+// experts_hit,routed_rows,max_expert_rows,bytes,flops,floor_us,bound,percent_of_floor,tflops,gbps,refcheck,note
 std::string report_csv(const BenchReport& r);
 std::string report_json(const BenchReport& r);
 // Log-log time versus tokens, one panel per preset: a polyline per layer method and the floor

@@ -39,6 +39,9 @@ TEST(BenchCli, CpuRunWritesCsvJsonAndSvg) {
     EXPECT_EQ(r["refcheck_rel_l2"], 0.0);  // the CPU backend is bitwise the reference
     EXPECT_GT(r["floor_us"].get<double>(), 0.0);
     EXPECT_LE(r["experts_hit"].get<double>(), 2.0 * r["tokens"].get<double>());
+    // The most loaded expert holds at least the mean and at most every token once.
+    EXPECT_GE(r["max_expert_rows"].get<double>() * r["experts_hit"].get<double>(), r["routed_rows"].get<double>() - 1e-9);
+    EXPECT_LE(r["max_expert_rows"].get<double>(), r["tokens"].get<double>());
   }
   EXPECT_EQ(layers, 2);
   const std::string csv = slurp(dir / "r.csv");

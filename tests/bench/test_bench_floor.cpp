@@ -46,6 +46,7 @@ TEST(BenchFloor, CountsDistinctExpertsHitAndRoutedRows) {
   const LayerTraffic t = layer_traffic(p, ids, w, 500);
   EXPECT_EQ(t.experts_hit, 4);
   EXPECT_EQ(t.routed_rows, 6);
+  EXPECT_EQ(t.max_expert_rows, 2);  // experts 1 and 5
   EXPECT_DOUBLE_EQ(t.weight_bytes, 4000);
   EXPECT_DOUBLE_EQ(t.bytes(), 4500);
   EXPECT_DOUBLE_EQ(t.flops, 2.0 * 6 * (64 + 32) * 64);
@@ -60,9 +61,11 @@ TEST(BenchFloor, ExpertParallelCountsOnlyLocalExperts) {
   const LayerTraffic t = layer_traffic(p, ids, w, 0);
   EXPECT_EQ(t.experts_hit, 2);   // 4 and 7
   EXPECT_EQ(t.routed_rows, 3);   // 4, 7, 4
+  EXPECT_EQ(t.max_expert_rows, 2);  // expert 4 (ids outside 4..7 are another rank's)
   EXPECT_DOUBLE_EQ(t.weight_bytes, 2 * 10 + 3);
   const LayerTraffic none = layer_traffic(p, std::vector<int32_t>{0, 1, 2, 3}, w, 0);
   EXPECT_EQ(none.experts_hit, 0);
+  EXPECT_EQ(none.max_expert_rows, 0);
   EXPECT_DOUBLE_EQ(none.weight_bytes, 0);  // nothing local: not even the shared weights are read
   EXPECT_DOUBLE_EQ(none.flops, 0);
 }

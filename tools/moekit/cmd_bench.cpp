@@ -116,7 +116,7 @@ struct Accumulated {
   std::vector<std::string> step_names;
   std::vector<std::vector<double>> steps;
   LayerTraffic traffic;  // summed over sets
-  double experts_hit = 0;
+  double experts_hit = 0, max_expert_rows = 0;
 };
 
 void accumulate(Accumulated& a, const SetTiming& s, const LayerTraffic& t) {
@@ -130,6 +130,7 @@ void accumulate(Accumulated& a, const SetTiming& s, const LayerTraffic& t) {
   }
   for (size_t k = 0; k < std::min(a.steps.size(), s.step_us.size()); ++k) a.steps[k].insert(a.steps[k].end(), s.step_us[k].begin(), s.step_us[k].end());
   a.experts_hit += static_cast<double>(t.experts_hit);
+  a.max_expert_rows += static_cast<double>(t.max_expert_rows);
   a.traffic.routed_rows += t.routed_rows;
   a.traffic.weight_bytes += t.weight_bytes;
   a.traffic.activation_bytes += t.activation_bytes;
@@ -181,6 +182,7 @@ BenchRow layer_row(const std::string& preset, const MoeProblem& p, int64_t T, co
   BenchRow r = row_head(preset, p, T, routing, std::move(method), "layer");
   r.us = summarize(us);
   r.experts_hit = a.experts_hit / sets;
+  r.max_expert_rows = a.max_expert_rows / sets;
   r.routed_rows = static_cast<double>(a.traffic.routed_rows) / sets;
   LayerTraffic mean = a.traffic;
   mean.weight_bytes /= sets;
