@@ -19,17 +19,19 @@ WeightBytes weight_bytes(const MoeWeights& w, int local_experts) {
   return b;
 }
 
+std::vector<int64_t> rows_per_local_expert(const MoeProblem& p, std::span<const int32_t> topk_ids) {
+  const int64_t begin = p.local_expert_begin, n = p.local_experts();
+  std::vector<int64_t> rows(static_cast<size_t>(n), 0);
+  for (int32_t id : topk_ids)
+    if (id >= begin && id < begin + n) ++rows[static_cast<size_t>(id - begin)];
+  return rows;
+}
+
 LayerTraffic layer_traffic(const MoeProblem& p, std::span<const int32_t> topk_ids, const WeightBytes& w,
                            double activation_bytes) {
   LayerTraffic t;
-  const int64_t begin = p.local_expert_begin, n = p.local_experts();
-  std::vector<int64_t> rows(static_cast<size_t>(n), 0);
-  for (int32_t id : topk_ids) {
-    if (id < begin || id >= begin + n) continue;
-    ++t.routed_rows;
-    ++rows[static_cast<size_t>(id - begin)];
-  }
-  for (int64_t r : rows) {
+  for (int64_t r : rows_per_local_expert(p, topk_ids)) {
+    t.routed_rows += r;
     t.experts_hit += r > 0;
     t.max_expert_rows = std::max(t.max_expert_rows, r);
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "moekit/moe_problem.h"
 
@@ -37,6 +38,10 @@ struct LayerTraffic {
   double flops = 0;
   double bytes() const { return weight_bytes + activation_bytes; }
 };
+
+// Rows routed to each local expert by topk_ids [T*K] (global expert ids; ids of other ranks' experts
+// are not counted): local_experts() entries, expert local_expert_begin first.
+std::vector<int64_t> rows_per_local_expert(const MoeProblem& problem, std::span<const int32_t> topk_ids);
 
 // From the routing decision topk_ids [T*K] (global expert ids): the local experts are
 // [local_expert_begin, local_expert_begin + local_experts()); rows routed elsewhere cost nothing here.

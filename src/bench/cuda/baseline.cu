@@ -8,6 +8,7 @@
 
 #include "bench/cuda/baseline.h"
 #include "bench/cuda/cublas_check.h"
+#include "bench/floor.h"
 #include "cuda/cuda_check.h"
 #include "cuda/random_fill.h"
 
@@ -112,7 +113,7 @@ class Baseline final : public CublasBaseline {
   Status set_routing(const std::vector<int32_t>& ids, const std::vector<float>& weights, int64_t tokens) override {
     const int K = p_.top_k, E = p_.local_experts(), begin = p_.local_expert_begin;
     tokens_ = tokens;
-    counts_ = local_counts(ids);
+    counts_ = rows_per_local_expert(p_, ids);
     std::vector<int64_t> next(static_cast<size_t>(E) + 1, 0);
     for (int e = 0; e < E; ++e) next[e + 1] = next[e] + counts_[e];
     rows_ = next[E];
@@ -141,7 +142,7 @@ class Baseline final : public CublasBaseline {
   Result<int64_t> set_batched(const std::vector<int32_t>& ids) override {
     const int64_t E = p_.local_experts();
     int64_t rows = 0;
-    for (int64_t c : local_counts(ids)) rows += c;
+    for (int64_t c : rows_per_local_expert(p_, ids)) rows += c;
     batched_m_ = rows > 0 ? (rows + E - 1) / E : 0;
     if (batched_m_ == 0 || batched_m_ == filled_m_) return batched_m_;
     const int64_t H = p_.hidden, N1 = p_.gemm1_rows(), I = p_.intermediate, EM = E * batched_m_;
@@ -177,11 +178,11 @@ class Baseline final : public CublasBaseline {
     auto host_out = Tensor::empty(p_.activation_dtype, {E, m, n});
     if (!host_in.ok()) return host_in.status();
     if (!host_out.ok()) return host_out.status();
+    // The batched GEMMs ran on the caller's stream, which may not order with copy_tensor's copies.
     MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(host_in->data(), gemm == 1 ? b_in1_.p : b_in2_.p,
-                                           static_cast<size_t>(host_in->storage_bytes()), cudaMemcpyDeviceToHost));
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(host_out->data(), gemm == 1 ? b_out1_.p : b_out2_.p,
-                                           static_cast<size_t>(host_out->storage_bytes()), cudaMemcpyDeviceToHost));
+    auto device_view = [&](void* p, const Tensor& like) { return TensorView(p, like.dtype(), like.shape(), Device::cuda()); };
+    MOEKIT_RETURN_IF_ERROR(copy_tensor(*host_in, device_view(gemm == 1 ? b_in1_.p : b_in2_.p, *host_in)));
+    MOEKIT_RETURN_IF_ERROR(copy_tensor(*host_out, device_view(gemm == 1 ? b_out1_.p : b_out2_.p, *host_out)));
     in = std::move(host_in).value();
     out = std::move(host_out).value();
     return Status::Ok();
@@ -219,15 +220,6 @@ class Baseline final : public CublasBaseline {
   }
 
  private:
-  // Routed rows per local expert (ids of other ranks' experts are not counted).
-  std::vector<int64_t> local_counts(const std::vector<int32_t>& ids) const {
-    const int E = p_.local_experts(), begin = p_.local_expert_begin;
-    std::vector<int64_t> counts(static_cast<size_t>(E), 0);
-    for (int32_t id : ids)
-      if (id >= begin && id < begin + E) ++counts[static_cast<size_t>(id - begin)];
-    return counts;
-  }
-
   // out[rows of e] = in[rows of e] x W[e]^T, W [E_local, n, k] row-major: one cublasGemmEx per expert
   // with rows (column-major view: C^T[n, r] = W[e] (as k x n, transposed) x in^T).
   Status per_expert_gemm(const void* weights, int64_t n, int64_t k, const void* in, void* out) {
