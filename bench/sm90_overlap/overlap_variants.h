@@ -12,6 +12,8 @@ namespace moekit::bench_overlap {
 struct Variant {
   int id;
   const char* name;
+  bool plain = false;   // the plain (TMA-store) epilogue, D [rows, n]; else the gated one, D [rows, n / 2]
+  bool traced = false;  // writes a trace (main.cu's --trace)
 };
 // id: tile, mainloop.
 inline constexpr Variant kVariants[] = {
@@ -20,7 +22,7 @@ inline constexpr Variant kVariants[] = {
     {2, "128x256+pf8"},      // 8 ahead
     {3, "128x256-nomma"},    // the loads alone
     {4, "128x256-l2hot"},    // the MMAs with k-tile 0's operands for every k-tile
-    {5, "128x256-traced"},   // CUTLASS's loop re-written with timestamps
+    {5, "128x256-traced", false, true},  // CUTLASS's loop re-written with timestamps
     {6, "64x128"},           // kM64N128C1x1 (ping-pong)
     {7, "64x128+pf4"},
     {8, "128x128"},          // kM128N128C1x1
@@ -31,32 +33,37 @@ inline constexpr Variant kVariants[] = {
     {13, "64x128c1x2"},      // kM64N128C1x2: A multicast to the two CTAs of an N pair
     {14, "128x256c1x2"},     // kM128N256C1x2
     // The plain (TMA-store) epilogue, as gemm2 runs it: D is [rows, n] (the gated ones write n / 2).
-    {15, "128x256-plain"},          // kM128N256C1x1, CUTLASS's mainloop and epilogue
-    {16, "128x256-plain-traced"},   // 15 with the traced mainloop and the traced epilogue
-    {17, "plain-stores4"},          // 15 with four epilogue subtiles in flight (CUTLASS builds two)
-    {18, "plain-stores4-traced"},
-    {19, "plain-stores8"},          // eight: a whole 128 x 256 tile (the mainloop keeps three stages)
-    {20, "plain-stores8-traced"},
-    {21, "plain-delayed"},          // each subtile's TMA store issued after the next one's smem writes
-    {22, "plain-delayed-traced"},
+    {15, "128x256-plain", true},                 // kM128N256C1x1, CUTLASS's mainloop and epilogue
+    {16, "128x256-plain-traced", true, true},    // 15 with the traced mainloop and the traced epilogue
+    {17, "plain-stores4", true},                 // 15 with four epilogue subtiles in flight (CUTLASS builds two)
+    {18, "plain-stores4-traced", true, true},
+    {19, "plain-stores8", true},                 // eight: a whole 128 x 256 tile (the mainloop keeps three stages)
+    {20, "plain-stores8-traced", true, true},
+    {21, "plain-delayed", true},                 // each subtile's TMA store issued after the next one's smem writes
+    {22, "plain-delayed-traced", true, true},
     // The 2 x 1 cluster on the 128 x 256 tile: each weight tile multicast to the two CTAs of an M pair
     // (what cuBLAS picks at prefill). CUTLASS's group scheduler pads each expert's M tiles to even.
-    {23, "plain-c2x1"},
-    {24, "gated-c2x1"},             // a gated variant: run it with 0..14, not with the plain ones
+    {23, "plain-c2x1", true},
+    {24, "gated-c2x1"},
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
+// A variant's id is its index, so that the flags below can be looked up by id.
+inline constexpr bool ids_are_indices() {
+  for (int i = 0; i < kVariantCount; ++i)
+    if (kVariants[i].id != i) return false;
+  return true;
+}
+static_assert(ids_are_indices(), "kVariants lists every id once, in order");
 
 // The traced variants' buffer: per CTA and role (producer, consumer warpgroup 0, the consumer's
 // tiles) kTraceEvents events of kTraceWords uint64 each (overlap_mainloops.cuh says what they hold).
 constexpr int kTraceRoles = 3;
 constexpr int kTraceEvents = 1024;
 constexpr int kTraceWords = 4;
-// The variants of the plain epilogue (main.cu sizes D by them), and the variants that trace.
-constexpr int kFirstPlainVariant = 15;
-inline constexpr bool is_plain_variant(int id) { return id >= kFirstPlainVariant && id != 24; }
-inline constexpr bool is_traced_variant(int id) { return id == 5 || (id >= 16 && id <= 22 && id % 2 == 0); }
+inline constexpr bool is_plain_variant(int id) { return kVariants[id].plain; }
+inline constexpr bool is_traced_variant(int id) { return kVariants[id].traced; }
 
-// Launches variant `id` (a.d_type == a.type == bf16; the gated epilogue below kFirstPlainVariant).
+// Launches variant `id` (a.d_type == a.type == bf16; the epilogue its `plain` flag names).
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* stream);
 // Points traced variant `id`'s trace at `buffer` (device memory; nullptr stops tracing;
 // kInvalidArgument for a variant that does not trace).

@@ -120,11 +120,11 @@ constexpr bool kGated = false;
 #else
 constexpr bool kGated = true;
 #endif
-static_assert(is_plain_variant(MOEKIT_OVERLAP_VARIANT) == !kGated, "overlap_variants.h numbers the plain variants last");
+static_assert(is_plain_variant(MOEKIT_OVERLAP_VARIANT) == !kGated, "overlap_variants.h's plain flag must match this variant's epilogue");
 #ifdef TRACED
-static_assert(is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's is_traced_variant must name this variant");
+static_assert(is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's traced flag must be set for this variant");
 #else
-static_assert(!is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's is_traced_variant names an untraced variant");
+static_assert(!is_traced_variant(MOEKIT_OVERLAP_VARIANT), "overlap_variants.h's traced flag is set for an untraced variant");
 #endif
 
 Status MOEKIT_CAT(run_variant_, MOEKIT_OVERLAP_VARIANT)(const cuda::moe::Sm90GemmArgs& a, void* stream) {
