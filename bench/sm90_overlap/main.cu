@@ -1,8 +1,8 @@
 // sm90_overlap: times the overlap experiment's variants (overlap_variants.h) of the sm_90a grouped
 // GEMM on one synthetic GEMM (E experts of `rows` routed rows each, weights [E, n, k]): gemm1 with
-// the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14 and 24, the plain
-// TMA-store epilogue of gemm2 (D [rows, n]) for 15-23 (not mixed in one run). Checks each variant's output
-// against the first one's, and writes the traced variants' timestamps (overlap_variants.h). An
+// the gated epilogue (W13 interleaved, D [rows, n / 2]) for variants 0-14, 24 and 26, the plain
+// TMA-store epilogue of gemm2 (D [rows, n]) for 15-23 and 25 (not mixed in one run). Checks each variant's output
+// against the first one's and against its own second run, and writes the traced variants' timestamps (overlap_variants.h). An
 // experiment (docs/perf-notes.md steps 19 and 31), not a product: built with
 // -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
 //
@@ -45,7 +45,10 @@ Status set_trace_buffer(int id, uint64_t* buffer) {
   }
 }
 
-Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
+// `a` carries the split tail's memory; only variants 25 and 26 use it.
+Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a_in, void* s) {
+  cuda::moe::Sm90GemmArgs a = a_in;
+  if (id != 25 && id != 26) a.split_tail = nullptr;
   switch (id) {
     case 0: return run_variant_0(a, s);
     case 1: return run_variant_1(a, s);
@@ -72,6 +75,11 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a, void* s) {
     case 22: return run_variant_22(a, s);
     case 23: return run_variant_23(a, s);
     case 24: return run_variant_24(a, s);
+    case 25:
+    case 26: {
+      if (a.split_tail == nullptr) return Status::InvalidArgument("variants 25 and 26 need the split tail's memory");
+      return id == 25 ? run_variant_15(a, s) : run_variant_0(a, s);
+    }
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -182,6 +190,9 @@ int run(const Options& o) {
   CHECK(cudaMalloc(&d, d_elems * 2));
   CHECK(cudaMalloc(&offsets, (o.experts + 1) * sizeof(int64_t)));
   CHECK(cudaMalloc(&scratch, scratch_bytes));
+  void* split_tail = nullptr;  // variants 25 and 26 (zeroed once; each launch leaves it zeroed)
+  CHECK(cudaMalloc(&split_tail, cuda::moe::sm90_split_tail_bytes(sms)));
+  CHECK(cudaMemset(split_tail, 0, cuda::moe::sm90_split_tail_bytes(sms)));
   fill_random<<<1024, 256>>>(a, a_elems, 1u, 1.0f);
   fill_random<<<4096, 256>>>(b, b_elems, 2u, 0.05f);
   CHECK(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
@@ -201,6 +212,7 @@ int run(const Options& o) {
   args.scratch = scratch;
   args.scratch_bytes = scratch_bytes;
   args.sm_count = sms;
+  args.split_tail = split_tail;
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
@@ -217,13 +229,23 @@ int run(const Options& o) {
 
   // Correctness: each variant's D against the first variant's, bitwise (the same MMAs in the same
   // order, except the variants that change the loads or drop the MMAs, whose D is not checked).
-  std::vector<uint16_t> ref(d_elems), out(d_elems);
+  std::vector<uint16_t> ref(d_elems), out(d_elems), again(d_elems);
   for (size_t vi = 0; vi < o.variants.size(); ++vi) {
     const int v = o.variants[vi];
     CHECK(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));  // poison: bf16 NaN
     CHECK_STATUS(run_variant(v, args, stream));
     CHECK(cudaStreamSynchronize(stream));
     CHECK(cudaMemcpy(vi == 0 ? ref.data() : out.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
+    {  // run to run: the same variant again, bitwise (the split tail adds its partials in a fixed order)
+      CHECK(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));
+      CHECK_STATUS(run_variant(v, args, stream));
+      CHECK(cudaStreamSynchronize(stream));
+      CHECK(cudaMemcpy(again.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
+      const std::vector<uint16_t>& first = vi == 0 ? ref : out;
+      size_t moved = 0;
+      for (size_t i = 0; i < d_elems; ++i) moved += first[i] != again[i];
+      std::printf("check %-16s run to run: %zu of %zu outputs differ\n", kVariants[v].name, moved, d_elems);
+    }
     if (vi == 0) {
       size_t nan = 0;
       for (uint16_t x : ref) nan += (x & 0x7F80) == 0x7F80 && (x & 0x7F);
@@ -232,9 +254,17 @@ int run(const Options& o) {
     }
     const bool compared = v != 3 && v != 4 && (v < 10 || v > 12);
     size_t diff = 0;
-    for (size_t i = 0; i < d_elems; ++i) diff += ref[i] != out[i];
-    std::printf("check %-16s %s: %zu of %zu outputs differ from %s\n", kVariants[v].name,
-                compared ? "compared" : "not expected to match", diff, d_elems, kVariants[o.variants[0]].name);
+    double worst = 0, scale = 0;  // the largest difference, against the largest reference output
+    auto bf16 = [](uint16_t x) { uint32_t u = static_cast<uint32_t>(x) << 16; float f; std::memcpy(&f, &u, 4); return f; };
+    for (size_t i = 0; i < d_elems; ++i) {
+      diff += ref[i] != out[i];
+      const double r = bf16(ref[i]), g = bf16(out[i]);
+      scale = std::max(scale, std::fabs(r));
+      worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - r));
+    }
+    std::printf("check %-16s %s: %zu of %zu outputs differ from %s (largest difference %.3g of the largest output %.3g)\n",
+                kVariants[v].name, compared ? "compared" : "not expected to match", diff, d_elems, kVariants[o.variants[0]].name,
+                worst, scale);
   }
 
   // Timing: rounds x (every variant in turn: 2 warm-up launches, then reps launches between events).
@@ -296,6 +326,7 @@ int run(const Options& o) {
   CHECK(cudaFree(d));
   CHECK(cudaFree(offsets));
   CHECK(cudaFree(scratch));
+  CHECK(cudaFree(split_tail));
   return 0;
 }
 

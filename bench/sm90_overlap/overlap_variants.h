@@ -45,6 +45,10 @@ inline constexpr Variant kVariants[] = {
     // (what cuBLAS picks at prefill). CUTLASS's group scheduler pads each expert's M tiles to even.
     {23, "plain-c2x1", true},
     {24, "gated-c2x1"},
+    // The split tail (Sm90GemmArgs::split_tail, stream-K over the last wave): 15's and 0's kernels
+    // with the argument set; no instantiation of their own (main.cu sets it).
+    {25, "plain-streamk", true},
+    {26, "gated-streamk"},
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 // A variant's id is its index, so that the flags below can be looked up by id.

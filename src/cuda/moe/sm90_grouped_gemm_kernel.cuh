@@ -73,8 +73,9 @@ __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1
 // claims as it has tiles (each CTA that starts on a tile ends on one failed claim, and the
 // successful claims hand out the tiles past the grid), so the CTA whose claim is the last one copies
 // the counter into the third word and zeroes it: a launch without its setup (an overlapped gemm2
-// replayed alone, Sm90Overlap) claims from 0 again.
-constexpr int kClaimWords = 3;
+// replayed alone, Sm90Overlap) claims from 0 again. The fourth word is Sm90GemmArgs::split_tail's
+// address (0: no split), also written by the setup kernel.
+constexpr int kClaimWords = 4;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
 static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
@@ -149,14 +150,41 @@ class ClaimedOrderScheduler : private OverlapEntry,
   CUTLASS_DEVICE ClaimedOrderScheduler(typename Base::Params const& params, typename Base::SchedulerResponse* response)
       : OverlapEntry(params.problem_shapes_.overlap), Base(params, response) {}
 
+  using typename Base::WorkTileInfo;
+
+  // The CTA's first tile (every thread calls this, before the roles split). With the split tail the
+  // fixed order's units replace CUTLASS's tiles (split_plan).
+  template <class ClusterShape>
+  CUTLASS_DEVICE auto initial_work_tile_info(ClusterShape cluster_shape) {
+    // The split tail's word is loaded beside CUTLASS's own first loads, so that a launch without it
+    // (the library's) pays no extra latency at its start.
+    const unsigned long long split = reinterpret_cast<const volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[3];
+    auto work = Base::initial_work_tile_info(cluster_shape);
+    if (split == 0) return work;
+    read_words();
+    if (participants_ == 0) return work;
+    // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
+    unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
+                ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
+                : uint64_t(blockIdx.x) * uint64_t(gridDim.y) + uint64_t(blockIdx.y);
+    return work_for_unit(unit_);
+  }
+
   template <class Pipeline, class PipelineState>
   CUTLASS_DEVICE auto advance_to_next_work(Pipeline& pipeline, PipelineState state, uint32_t advance_count = 1) {
     auto& shapes = this->scheduler_params.problem_shapes_;
-    auto* words = reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) +
-                                                        claim_words_offset(shapes.groups()));
-    if (lookahead_ == ~0u) {
-      lookahead_ = read_lookahead(shapes, words);
-      tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
+    auto* words = claim_words(shapes);
+    read_words();
+    if (participants_ != 0) {  // the fixed order over the split tail's units (the claimed order does not split)
+      unit_ += uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z) * advance_count;
+      auto work = work_for_unit(unit_);  // the whole warp: it shuffles
+      pipeline.producer_acquire(state);
+      if (cute::elect_one_sync()) {
+        this->response_ptr_[state.index()] = work;
+        cutlass::arch::fence_view_async_shared();
+        pipeline.producer_commit(state);
+      }
+      return cute::make_tuple(work, true);
     }
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
       return Base::advance_to_next_work(pipeline, state, advance_count);
@@ -183,6 +211,166 @@ class ClaimedOrderScheduler : private OverlapEntry,
     }
     return cute::make_tuple(work, true);
   }
+
+  // ---- The split tail (Sm90GemmArgs::split_tail; an experiment, docs/perf-notes.md step 31) ----
+  // Stream-K over the last wave: the rem = tiles % grid tiles left after the whole rounds have
+  // rem * k k-tiles (k a tile's); laid end to end they are dealt to P CTAs (P <= grid, each at least
+  // kMinPiece k-tiles), CTA c taking [c W / P, (c + 1) W / P) of W = rem * k. As rem < grid that range
+  // is at most one tile long, so a CTA holds at most two pieces: the end of one tile and the start of
+  // the next. The piece holding a tile's last k-tile reduces it (adds the others' partials and runs
+  // the epilogue); every other piece writes its float32 partial to its CTA's slot and raises its
+  // CTA's flag. A CTA runs its non-reducing piece first, so a reducing piece only ever waits on
+  // pieces that wait on nothing: no chains across CTAs, no deadlock (the grid is resident).
+  //
+  // A piece carries its place in WorkTileInfo::is_valid_tile, which the kernel only tests for zero:
+  // bit 30 set; bits 0-9 its first k-tile, 10-19 its k-tiles, 20-27 its CTA, 28 whether it reduces.
+  // Whole tiles keep CUTLASS's 1. The kernel asks the static functions below by name.
+  static constexpr uint32_t kPieceFlag = 1u << 30;
+  static constexpr uint32_t kMinPiece = 8;  // k-tiles: a piece's fixed costs (pipeline fill, partial) stay small
+  struct Piece {
+    bool split;
+    uint32_t k_start, k_count, cta;
+    bool reduces;
+  };
+  CUTLASS_HOST_DEVICE static Piece piece_of(WorkTileInfo const& w) {
+    const uint32_t v = static_cast<uint32_t>(w.is_valid_tile);
+    if ((v & kPieceFlag) == 0) return {false, 0, 0, 0, true};
+    return {true, v & 1023u, (v >> 10) & 1023u, (v >> 20) & 255u, ((v >> 28) & 1u) != 0};
+  }
+
+  template <class ProblemShape_MNKL, class TileShape>
+  CUTLASS_HOST_DEVICE static int get_work_k_tile_count(WorkTileInfo const& w, ProblemShape_MNKL problem_shape, TileShape tile_shape) {
+    const Piece p = piece_of(w);
+    return p.split ? static_cast<int>(p.k_count) : Base::get_work_k_tile_count(w, problem_shape, tile_shape);
+  }
+  CUTLASS_HOST_DEVICE static uint32_t get_work_k_tile_start(WorkTileInfo const& w) { return piece_of(w).k_start; }
+  // Only a tile's reducing piece stores it.
+  CUTLASS_HOST_DEVICE static bool compute_epilogue(WorkTileInfo const& w, typename Base::Params const&) {
+    return piece_of(w).reduces;
+  }
+
+  // The consumer warpgroups (256 threads after the producer warpgroup) of a piece. A non-reducing
+  // piece writes its accumulators to its CTA's slot and raises the CTA's flag to its first k-tile + 1.
+  // A reducing piece that does not start at k-tile 0 adds the partials of CTAs c - 1, c - 2, ... (the
+  // k-tiles just before its own, and so on back), each once its flag is up, stopping at the piece
+  // that starts at k-tile 0: always in that order, so the bits do not depend on timing. Then it
+  // lowers those flags for the next launch.
+  template <class FrgTensorC>
+  CUTLASS_DEVICE static void fixup(typename Base::Params const& params, WorkTileInfo const& w, FrgTensorC& accumulators,
+                                   uint32_t, uint32_t) {
+    const Piece p = piece_of(w);
+    if (!p.split || (p.reduces && p.k_start == 0)) return;
+    constexpr int kConsumers = 2 * cutlass::NumThreadsPerWarpGroup;
+    constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
+    static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= 128 * 256 * sizeof(float),
+                  "a partial tile must fit one 128 x 256 float32 slot");
+    auto* words = claim_words(params.problem_shapes_);
+    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3]));
+    auto* flags = reinterpret_cast<int*>(area);
+    float4* slots = reinterpret_cast<float4*>(area + 4096);
+    const int t = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;  // 0 .. 255
+    // CTA c's slot: float4 i of thread t at [i][t].
+    auto slot = [&](uint32_t c) { return slots + static_cast<size_t>(c) * (kValues / 4) * kConsumers; };
+    using cutlass::arch::NamedBarrier;
+    constexpr uint32_t kBarrier = static_cast<uint32_t>(cutlass::arch::ReservedNamedBarriers::StreamkBarrier0);
+    if (!p.reduces) {
+      float4* mine = slot(p.cta);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kValues / 4; ++i)
+        mine[i * kConsumers + t] = make_float4(accumulators(4 * i), accumulators(4 * i + 1), accumulators(4 * i + 2), accumulators(4 * i + 3));
+      __threadfence();
+      NamedBarrier::sync(kConsumers, kBarrier);
+      if (t == 0) asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(flags + p.cta), "r"(static_cast<int>(p.k_start) + 1) : "memory");
+      return;
+    }
+    uint32_t c = p.cta;
+    int start = 0;
+    do {
+      --c;
+      do {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(start) : "l"(flags + c) : "memory");
+      } while (start == 0);
+      const float4* theirs = slot(c);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kValues / 4; ++i) {
+        const float4 v = __ldcg(theirs + i * kConsumers + t);
+        accumulators(4 * i) += v.x;
+        accumulators(4 * i + 1) += v.y;
+        accumulators(4 * i + 2) += v.z;
+        accumulators(4 * i + 3) += v.w;
+      }
+    } while (start != 1);
+    NamedBarrier::sync(kConsumers, kBarrier);  // every thread has read every flag
+    if (t < static_cast<int>(p.cta - c)) flags[c + static_cast<uint32_t>(t)] = 0;
+  }
+
+ private:
+  CUTLASS_DEVICE static unsigned long long* claim_words(const GroupShape& shapes) {
+    return reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) + claim_words_offset(shapes.groups()));
+  }
+
+  // The lookahead, the tile count and the split plan, once per thread. The whole warp.
+  CUTLASS_DEVICE void read_words() {
+    if (lookahead_ != ~0u) return;
+    auto& shapes = this->scheduler_params.problem_shapes_;
+    auto* words = claim_words(shapes);
+    lookahead_ = read_lookahead(shapes, words);
+    tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
+    split_plan(reinterpret_cast<const volatile unsigned long long*>(words)[3] != 0);
+  }
+
+  // The fixed order over units: whole tiles for the full rounds (tiles / grid of them per CTA), then
+  // two units a CTA for the tail's pieces (work_for_unit). No split under the claimed order, when
+  // P <= rem (each CTA would hold a whole tile anyway), or past the encodings' limits (256 CTAs,
+  // 1023 k-tiles).
+  CUTLASS_DEVICE void split_plan(bool enabled) {
+    participants_ = 0;
+    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    if (!enabled || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
+    const auto& shapes = this->scheduler_params.problem_shapes_;
+    const int cta_k = this->scheduler_params.cta_shape_.k();
+    k_tiles_ = static_cast<uint32_t>((cute::get<2>(shapes.problem_shapes[0]) + cta_k - 1) / cta_k);
+    const uint64_t rem = tiles_ % grid;
+    if (rem == 0 || k_tiles_ > 1023) return;
+    const uint64_t participants = cute::min(grid, rem * k_tiles_ / kMinPiece);
+    if (participants <= rem) return;
+    participants_ = static_cast<uint32_t>(participants);
+    whole_ = tiles_ - rem;
+    tail_k_tiles_ = rem * k_tiles_;
+  }
+
+  // Unit u of the plan as a work tile (invalid past the last). Units whole_ + c and whole_ + grid + c
+  // are CTA c's first and second tail pieces: the non-reducing one first. The whole warp.
+  CUTLASS_DEVICE WorkTileInfo work_for_unit(uint64_t u) {
+    if (u < whole_) return this->get_current_work_for_linear_idx(u);
+    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    const uint64_t which = (u - whole_) / grid, c = (u - whole_) % grid;
+    if (which > 1 || c >= participants_) return WorkTileInfo::invalid_work_tile();
+    const uint64_t k = k_tiles_, lo = c * tail_k_tiles_ / participants_, hi = (c + 1) * tail_k_tiles_ / participants_;
+    const uint64_t first = lo / k, last = (hi - 1) / k;  // the tail tiles the range touches
+    uint64_t j, start, end;  // the piece: tail tile j, k-tiles [start, end)
+    if (first == last) {
+      if (which == 1) return WorkTileInfo::invalid_work_tile();
+      j = first, start = lo - first * k, end = hi - first * k;
+    } else if (which == 0) {
+      j = last, start = 0, end = hi - last * k;  // the start of the next tile: never reduces
+    } else {
+      j = first, start = lo - first * k, end = k;
+    }
+    WorkTileInfo w = this->get_current_work_for_linear_idx(whole_ + j);
+    if (w.is_valid() && !(start == 0 && end == k)) {
+      const uint32_t reduces = end == k ? 1u : 0u;
+      w.is_valid_tile = static_cast<int32_t>(kPieceFlag | static_cast<uint32_t>(start) | (static_cast<uint32_t>(end - start) << 10) |
+                                             (static_cast<uint32_t>(c) << 20) | (reduces << 28));
+    }
+    return w;
+  }
+
+  uint32_t participants_ = 0;  // P, the CTAs that share the tail (0: no split)
+  uint32_t k_tiles_ = 0;       // k-tiles a whole tile
+  uint64_t whole_ = 0;         // units (= tiles) before the tail
+  uint64_t tail_k_tiles_ = 0;  // W = rem * k_tiles_
+  uint64_t unit_ = 0;          // this thread's current unit under the split plan
 };
 
 }  // namespace moekit::cuda::moe::sm90
@@ -525,6 +713,7 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
+  j.split_tail = a.split_tail;
   return j;
 }
 
@@ -545,6 +734,13 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
                                    " bytes, needs " + std::to_string(lay.workspace + ws));
 
   void* workspace = base + lay.workspace;
+  if (a.split_tail != nullptr) {
+    constexpr bool cooperative = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule>;
+    if (!cooperative || cute::size(typename Cfg::ClusterShape{}) != 1)
+      return Status::Unsupported("sm90 grouped GEMM: split_tail needs a cooperative tile without a cluster");
+    if (reinterpret_cast<uintptr_t>(a.split_tail) % 16 != 0)
+      return Status::InvalidArgument("sm90 grouped GEMM: split_tail must be 16-byte aligned");
+  }
   // Host arithmetic only; built also when the setup does not run, for make_arguments' pointers.
   const Sm90SetupJob job = setup_job<Cfg>(a, lay);
 

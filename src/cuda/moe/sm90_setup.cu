@@ -25,6 +25,7 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
     j.words[0] = 0;
     j.words[1] = j.order;
     j.words[2] = 0;
+    j.words[3] = reinterpret_cast<unsigned long long>(j.split_tail);
   }
   if (e >= j.experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
