@@ -218,11 +218,14 @@ int run(const Options& o) {
 
   const double weight_bytes = static_cast<double>(b_elems) * 2;
   const double flops = 2.0 * max_rows * o.n * o.k;
-  int64_t fewest = max_rows, most = 0;
+  int64_t fewest = max_rows, most = 0, tiles = 0;  // tiles: of the 128 x 256 tile (the split tail's rounds)
   for (int e = 0; e < o.experts; ++e) {
     fewest = std::min(fewest, h_off[e + 1] - h_off[e]);
     most = std::max(most, h_off[e + 1] - h_off[e]);
+    tiles += (h_off[e + 1] - h_off[e] + 127) / 128 * ((o.n + 255) / 256);
   }
+  std::printf("# 128x256 tiles %lld: %lld whole rounds on %d SMs and %lld tiles left\n", static_cast<long long>(tiles),
+              static_cast<long long>(tiles / sms), sms, static_cast<long long>(tiles % sms));
   std::printf("# experts %d, rows %lld each (%lld .. %lld), n %lld, k %lld: %.1f MB of weights, %.2f GFLOP; %d SMs\n",
               o.experts, static_cast<long long>(o.rows), static_cast<long long>(fewest), static_cast<long long>(most), static_cast<long long>(o.n), static_cast<long long>(o.k), weight_bytes / 1e6,
               flops / 1e9, sms);

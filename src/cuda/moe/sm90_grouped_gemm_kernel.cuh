@@ -159,10 +159,15 @@ class ClaimedOrderScheduler : private OverlapEntry,
     // The split tail's word is loaded beside CUTLASS's own first loads, so that a launch without it
     // (the library's) pays no extra latency at its start.
     const unsigned long long split = reinterpret_cast<const volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[3];
+    // CUTLASS's tile lookup walks the groups forward only, and the plan's first unit may lie before
+    // the tile CUTLASS looks up here (a tail that starts in the first round): the plan starts over
+    // from the scheduler as constructed.
+    const Base constructed = *this;
     auto work = Base::initial_work_tile_info(cluster_shape);
     if (split == 0) return work;
     read_words();
     if (participants_ == 0) return work;
+    static_cast<Base&>(*this) = constructed;
     // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
     unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
                 ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
@@ -340,7 +345,10 @@ class ClaimedOrderScheduler : private OverlapEntry,
   }
 
   // Unit u of the plan as a work tile (invalid past the last). Units whole_ + c and whole_ + grid + c
-  // are CTA c's first and second tail pieces: the non-reducing one first. The whole warp.
+  // are CTA c's first and second tail pieces: the non-reducing one first. CUTLASS's tile lookup only
+  // walks the groups forward (get_current_work_for_linear_idx keeps the group it reached), so a CTA
+  // with two pieces looks up the earlier tile (its second piece's) with its first and keeps it. Units
+  // come in increasing order to each thread's scheduler. The whole warp.
   CUTLASS_DEVICE WorkTileInfo work_for_unit(uint64_t u) {
     if (u < whole_) return this->get_current_work_for_linear_idx(u);
     const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
@@ -348,16 +356,20 @@ class ClaimedOrderScheduler : private OverlapEntry,
     if (which > 1 || c >= participants_) return WorkTileInfo::invalid_work_tile();
     const uint64_t k = k_tiles_, lo = c * tail_k_tiles_ / participants_, hi = (c + 1) * tail_k_tiles_ / participants_;
     const uint64_t first = lo / k, last = (hi - 1) / k;  // the tail tiles the range touches
-    uint64_t j, start, end;  // the piece: tail tile j, k-tiles [start, end)
+    uint64_t start, end;  // the piece's k-tiles [start, end)
+    WorkTileInfo w;
     if (first == last) {
       if (which == 1) return WorkTileInfo::invalid_work_tile();
-      j = first, start = lo - first * k, end = hi - first * k;
+      w = this->get_current_work_for_linear_idx(whole_ + first);
+      start = lo - first * k, end = hi - first * k;
     } else if (which == 0) {
-      j = last, start = 0, end = hi - last * k;  // the start of the next tile: never reduces
+      second_ = this->get_current_work_for_linear_idx(whole_ + first);
+      w = this->get_current_work_for_linear_idx(whole_ + last);
+      start = 0, end = hi - last * k;  // the start of the later tile: never reduces
     } else {
-      j = first, start = lo - first * k, end = k;
+      w = second_;
+      start = lo - first * k, end = k;
     }
-    WorkTileInfo w = this->get_current_work_for_linear_idx(whole_ + j);
     if (w.is_valid() && !(start == 0 && end == k)) {
       const uint32_t reduces = end == k ? 1u : 0u;
       w.is_valid_tile = static_cast<int32_t>(kPieceFlag | static_cast<uint32_t>(start) | (static_cast<uint32_t>(end - start) << 10) |
@@ -371,6 +383,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
   uint64_t whole_ = 0;         // units (= tiles) before the tail
   uint64_t tail_k_tiles_ = 0;  // W = rem * k_tiles_
   uint64_t unit_ = 0;          // this thread's current unit under the split plan
+  WorkTileInfo second_{};      // the tile of this CTA's second tail piece, looked up with its first
 };
 
 }  // namespace moekit::cuda::moe::sm90
