@@ -45,10 +45,10 @@ Status set_trace_buffer(int id, uint64_t* buffer) {
   }
 }
 
-// `a` carries the split tail's memory; only variants 25 and 26 use it.
 Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a_in, void* s) {
   cuda::moe::Sm90GemmArgs a = a_in;
-  if (id != 25 && id != 26) a.split_tail = nullptr;
+  // Variants 25 and 26: the tail split wherever it can run (the library's kAuto rule came from them).
+  a.tail_split = id == 25 || id == 26 ? cuda::moe::Sm90TailSplit::kAlways : cuda::moe::Sm90TailSplit::kOff;
   switch (id) {
     case 0: return run_variant_0(a, s);
     case 1: return run_variant_1(a, s);
@@ -76,10 +76,7 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a_in, void* s) {
     case 23: return run_variant_23(a, s);
     case 24: return run_variant_24(a, s);
     case 25:
-    case 26: {
-      if (a.split_tail == nullptr) return Status::InvalidArgument("variants 25 and 26 need the split tail's memory");
-      return id == 25 ? run_variant_15(a, s) : run_variant_0(a, s);
-    }
+    case 26: return id == 25 ? run_variant_15(a, s) : run_variant_0(a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -184,15 +181,13 @@ int run(const Options& o) {
   __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
   int64_t* offsets = nullptr;
   void* scratch = nullptr;
-  const size_t scratch_bytes = size_t{16} << 20;
+  // The library's size, and some room: the variants' own configurations may need more workspace.
+  const size_t scratch_bytes = cuda::moe::sm90_gemm_scratch_bytes(o.experts, o.n, o.k, cuda::moe::Elem::kBF16, sms) + (size_t{16} << 20);
   CHECK(cudaMalloc(&a, a_elems * 2));
   CHECK(cudaMalloc(&b, b_elems * 2));
   CHECK(cudaMalloc(&d, d_elems * 2));
   CHECK(cudaMalloc(&offsets, (o.experts + 1) * sizeof(int64_t)));
   CHECK(cudaMalloc(&scratch, scratch_bytes));
-  void* split_tail = nullptr;  // variants 25 and 26 (zeroed once; each launch leaves it zeroed)
-  CHECK(cudaMalloc(&split_tail, cuda::moe::sm90_split_tail_bytes(sms)));
-  CHECK(cudaMemset(split_tail, 0, cuda::moe::sm90_split_tail_bytes(sms)));
   fill_random<<<1024, 256>>>(a, a_elems, 1u, 1.0f);
   fill_random<<<4096, 256>>>(b, b_elems, 2u, 0.05f);
   CHECK(cudaMemcpy(offsets, h_off.data(), h_off.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
@@ -212,7 +207,6 @@ int run(const Options& o) {
   args.scratch = scratch;
   args.scratch_bytes = scratch_bytes;
   args.sm_count = sms;
-  args.split_tail = split_tail;
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
@@ -329,7 +323,6 @@ int run(const Options& o) {
   CHECK(cudaFree(d));
   CHECK(cudaFree(offsets));
   CHECK(cudaFree(scratch));
-  CHECK(cudaFree(split_tail));
   return 0;
 }
 

@@ -45,7 +45,7 @@ inline constexpr Variant kVariants[] = {
     // (what cuBLAS picks at prefill). CUTLASS's group scheduler pads each expert's M tiles to even.
     {23, "plain-c2x1", true},
     {24, "gated-c2x1"},
-    // The split tail (Sm90GemmArgs::split_tail, stream-K over the last wave): 15's and 0's kernels
+    // The tail split (Sm90TailSplit::kAlways: stream-K over the last round): 15's and 0's kernels
     // with the argument set; no instantiation of their own (main.cu sets it).
     {25, "plain-streamk", true},
     {26, "gated-streamk"},

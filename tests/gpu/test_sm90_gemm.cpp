@@ -182,6 +182,7 @@ struct Case {
   // Launch again without the setup kernel, as the overlapped gemm2 (Sm90Overlap::kSecond), on D
   // poisoned again: the same output from the groups the first launch's setup wrote.
   bool relaunch = false;
+  cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -259,6 +260,7 @@ struct CaseOperands {
   Sm90GemmArgs args(Elem d_type = Elem::kF32) const {
     Sm90GemmArgs g = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, d_type, c.experts, max_rows, c.n, c.k);
     g.tile_order = c.order;
+    g.tail_split = c.tail;
     return g;
   }
   // The claim words the last launch left in the scratch (counter, order word, last claims).
@@ -360,6 +362,11 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   args.max_rows = 10;
   args.sm_count = 132;
   EXPECT_FALSE(cuda::moe::launch_sm90_grouped_gemm(args, nullptr).ok());
+  args.n = 104;
+  args.tail_split = static_cast<cuda::moe::Sm90TailSplit>(7);
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.to_string().find("tail_split=7 (0 off, 1 auto, 2 always)"), std::string::npos) << st.to_string();
 }
 
 // ---- the gated-activation epilogue ------------------------------------------------------------------
@@ -376,6 +383,7 @@ struct GatedCase {
   bool bias;
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
+  cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
@@ -427,6 +435,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.bias = c.bias ? dbias.p : nullptr;
   args.bias_type = Elem::kF32;
   args.tile_order = c.order;
+  args.tail_split = c.tail;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -577,6 +586,69 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
   }
 }
 
+// The tail split (Sm90TailSplit): the tiles of the last round run stream-K, their k-tiles dealt to
+// the CTAs, a tile's partials added by its last piece in k order. Checked against the float64
+// reference with D poisoned, bitwise from run to run, and again without its setup (the flags each
+// launch leaves lowered). The plan is checked too, which the bits cannot show: the kernel leaves the
+// CTAs that shared the tail in the third claim word, and the host works out the same from the
+// tiles (ceil(rows / tile_m) x ceil(N / tile_n) an expert), the grid (the SMs) and the k-tiles.
+// K = 2056 gives 33 k-tiles of 64 (128 x 256) or 17 of 128 (128 x 128), the last one partial.
+// Rows 0, 1, 3 and 77 (no whole round: kAlways splits, kAuto does not) and uneven experts with
+// 2 to 4 whole rounds and a sparse last one (both split).
+uint64_t expected_tail_ctas(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n, int64_t k,
+                            cuda::moe::Sm90TailSplit mode) {
+  const int64_t tile_m = 128, tile_n = tile == Sm90Tile::kM128N256C1x1 ? 256 : 128, tile_k = tile == Sm90Tile::kM128N256C1x1 ? 64 : 128;
+  uint64_t tiles = 0;
+  for (int64_t c : counts) tiles += static_cast<uint64_t>((c + tile_m - 1) / tile_m * ((n + tile_n - 1) / tile_n));
+  const uint64_t grid = static_cast<uint64_t>(sm_count()), k_tiles = static_cast<uint64_t>((k + tile_k - 1) / tile_k);
+  const uint64_t rem = tiles % grid, rounds = tiles / grid;
+  if (mode == cuda::moe::Sm90TailSplit::kOff || tiles == 0 || rem == 0) return 0;
+  if (mode == cuda::moe::Sm90TailSplit::kAuto && (rounds < 1 || rounds > 8 || 2 * rem > grid || k_tiles < 16)) return 0;
+  const uint64_t ctas = std::min(grid, rem * k_tiles / 8);
+  return ctas > rem ? ctas : 0;
+}
+
+TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
+  MOEKIT_REQUIRE_SM90();
+  using cuda::moe::Sm90TailSplit;
+  const int64_t k = 2056;
+  // Uneven experts: 16 of 150..330 rows (two or three M tiles each; one empty).
+  std::vector<int64_t> uneven;
+  for (int e = 0; e < 16; ++e) uneven.push_back(e == 9 ? 0 : 150 + (e * 53) % 181);
+  const std::vector<std::vector<int64_t>> row_sets = {{0, 0, 0, 0}, {0, 1, 0, 0}, {2, 0, 1, 0}, {30, 0, 40, 7}, uneven};
+  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N128C1x1}) {
+    // N = 2056 makes the uneven set's 128 x 256 tiles 9 N tiles an expert (2-3 whole rounds on 132
+    // SMs), the 128 x 128 tile's 17 (4 whole rounds); 520 keeps the small sets quick.
+    for (const auto& counts : row_sets) {
+      const int64_t n = counts.size() == 16 ? 2056 : 520;
+      const int64_t rows = total_of(counts);
+      const int experts = static_cast<int>(counts.size());
+      for (Sm90TailSplit mode : {Sm90TailSplit::kAlways, Sm90TailSplit::kAuto}) {
+        const std::string what = tile_label(tile) + (mode == Sm90TailSplit::kAlways ? " always" : " auto") + ", " +
+                                 std::to_string(rows) + " rows over " + std::to_string(experts) + " experts";
+        SCOPED_TRACE(what);
+        Case c{Elem::kBF16, experts, rows, n, k, tile, counts};
+        c.tail = mode;
+        c.relaunch = true;
+        std::vector<float> first, second;
+        uint64_t ctas = ~uint64_t{0};
+        run_case(c, &first, &ctas);
+        run_case(c, &second);
+        EXPECT_EQ(ctas, expected_tail_ctas(tile, counts, n, k, mode)) << "the CTAs that shared the tail";
+        ASSERT_EQ(first.size(), second.size());
+        EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0) << "the bits changed from run to run";
+      }
+    }
+  }
+  // The split must be seen to run somewhere above (else the checks prove nothing about it).
+  EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, uneven, 2056, k, Sm90TailSplit::kAuto), 0u);
+  EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N128C1x1, uneven, 2056, k, Sm90TailSplit::kAuto), 0u);
+  EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, {30, 0, 40, 7}, 520, k, Sm90TailSplit::kAlways), 0u);
+  // The gated epilogue (gemm1) takes the split as the plain one does.
+  run_gated_case({Elem::kBF16, 16, total_of(uneven), 2056, k, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, uneven,
+                  Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
+}
+
 // The overlapped gemm2 (Sm90Overlap::kSecond) runs without its setup kernel, which gemm1's stage
 // launched earlier, and its producer loads the weights of its first stages before it waits: a second
 // launch without the setup gives the first one's output on every tile, in the fixed and the claimed
@@ -675,6 +747,9 @@ TEST(Sm90GroupedGemm, SetupRejectsBadJobs) {
   jobs[0] = good;
   jobs[1].stride_d = nullptr;
   refused(jobs, 2, "job 1: null offsets or scratch array");
+  jobs[1] = good;
+  jobs[0].split = 0x1000 | 8;  // the tail split's area 8 bytes off a 16-byte boundary
+  refused(jobs, 2, "job 0: split=4104 (the tail split's area must be 16-byte aligned)");
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {

@@ -80,9 +80,20 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
     EXPECT_EQ(order->values, (std::vector<std::string>{"auto", "fixed", "claimed"})) << name;
     EXPECT_EQ(order->heuristic, "auto") << name;
   }
+  // With the sm_90a kernels: the tail split of their cooperative tiles, automatic unless turned off.
+  for (const char* name : {"gemm1.tail", "gemm2.tail"}) {
+    const KnobSpec* tail = find(gpu_space, name);
+    if (!sm90_build) {
+      EXPECT_EQ(tail, nullptr) << name;
+      continue;
+    }
+    ASSERT_NE(tail, nullptr) << name;
+    EXPECT_EQ(tail->values, (std::vector<std::string>{"auto", "off"})) << name;
+    EXPECT_EQ(tail->heuristic, "auto") << name;
+  }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
-                k.name.ends_with(".order"))
+                k.name.ends_with(".order") || k.name.ends_with(".tail"))
         << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no
@@ -90,7 +101,7 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   const auto sm80_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm80"));
   for (const auto& k : sm80_space) {
     EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
-    EXPECT_FALSE(k.name.ends_with(".order")) << k.name;  // the sm_90a kernels' knob
+    EXPECT_FALSE(k.name.ends_with(".order") || k.name.ends_with(".tail")) << k.name;  // the sm_90a kernels' knobs
   }
   const KnobSpec* decode = find(sm80_space, "decode.split");
   ASSERT_NE(decode, nullptr);

@@ -454,6 +454,10 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
     // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23-25).
     if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage});
+    // The tail split of the sm_90a cooperative tiles (Sm90TailSplit): auto runs the last round
+    // stream-K where that measured faster (a few whole rounds and a sparse last one: Mixtral's gemm2
+    // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
+    if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -529,6 +533,7 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
   a.tile_order = sm90_tile_order(knob_value(c, first ? "gemm1.order" : "gemm2.order", "auto"));
+  a.tail_split = knob_value(c, first ? "gemm1.tail" : "gemm2.tail", "auto") == "off" ? Sm90TailSplit::kOff : Sm90TailSplit::kAuto;
   if (gated) {
     a.gated_activation = g.activation;
     a.alpha = g.alpha;

@@ -60,6 +60,9 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   if (a.n > INT32_MAX || a.k > INT32_MAX || a.max_rows < 0 || a.max_rows > INT32_MAX)
     return Status::Unsupported("sm90 grouped GEMM: n, k and max_rows must fit in int32");
   if (a.sm_count <= 0) return Status::InvalidArgument("sm90 grouped GEMM: sm_count must be positive");
+  if (a.tail_split != Sm90TailSplit::kOff && a.tail_split != Sm90TailSplit::kAuto && a.tail_split != Sm90TailSplit::kAlways)
+    return Status::InvalidArgument("sm90 grouped GEMM: tail_split=" + std::to_string(static_cast<int>(a.tail_split)) +
+                                   " (0 off, 1 auto, 2 always)");
   if (a.expert_offsets == nullptr || a.scratch == nullptr)
     return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
   if (reinterpret_cast<uintptr_t>(a.scratch) % kScratchAlign != 0)

@@ -52,10 +52,24 @@ inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::
 //             its lockstep).
 enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 
+// The tail split (sm90_grouped_gemm_kernel.cuh, ClaimedOrderScheduler::split_plan): the tiles left
+// for the last round after the whole rounds (tiles % grid of them) run stream-K, their k-tiles dealt
+// evenly to the CTAs; each piece but a tile's last writes its float32 partial to the scratch, and the
+// last adds them in k order before the epilogue. So the bits are the same from run to run (though
+// not the unsplit tile's: the adds are grouped differently). Cooperative tiles without a cluster
+// (kM128N256C1x1, kM128N128C1x1) under the fixed order only; decided on the device from the expert
+// offsets, so a captured graph follows the routing of each replay.
+//   kOff     never.
+//   kAuto    where it measured faster (docs/perf-notes.md step 32): 1 to 8 whole rounds, at most
+//            half a round left, and at least 16 k-tiles a tile (so each piece has 8 or more).
+//   kAlways  wherever the CTAs outnumber the tiles left and each piece can have 8 k-tiles (tests).
+enum class Sm90TailSplit : uint8_t { kOff, kAuto, kAlways };
+
 // Where the claimed order's four 8-byte words (the claim counter, the lookahead, the claims the
-// last launch made, the split tail's memory) lie in the scratch: right after the per-group <M, N, K>
-// shapes (three ints each), 256-byte aligned. After a launch the counter is 0 again and the third word holds the number of
-// claims made (0 under the fixed order), which the tests read.
+// last launch made, the tail split's word) lie in the scratch: right after the per-group <M, N, K>
+// shapes (three ints each), 256-byte aligned. After a launch the counter is 0 again and the third
+// word holds the number of claims made (0 under the fixed order), or under a tail split the CTAs
+// that shared the tail, which the tests read.
 inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
@@ -93,7 +107,10 @@ struct Sm90SetupJob {
   int64_t* stride_b = nullptr;
   int64_t* stride_d = nullptr;
   unsigned long long order = 0;  // the order word (claimed_order_word)
-  void* split_tail = nullptr;     // Sm90GemmArgs::split_tail, or null (the fourth claim word)
+  // The tail split's word (the fourth claim word): its area in the scratch (the CTAs' flags, zeroed
+  // by the setup kernel, then their partial tiles), 16-byte aligned, bit 0 set for
+  // Sm90TailSplit::kAlways; 0 for no split.
+  unsigned long long split = 0;
 };
 
 // Runs `count` (1 or 2) setup jobs as one kernel, on `stream`; with `pdl` launched with programmatic
@@ -130,26 +147,20 @@ struct Sm90GemmArgs {
   Sm90Overlap overlap = Sm90Overlap::kNone;
   bool run_setup = true;  // enqueue the per-group setup kernel
   bool run_gemm = true;   // enqueue the GEMM
-  // An experiment (docs/perf-notes.md step 31; bench/sm90_overlap, not the stages): device memory of
-  // sm90_split_tail_bytes(sm_count) bytes, zeroed once by the caller (each launch leaves it zeroed).
-  // With it the fixed tile order runs the last wave's tiles stream-K: their k-tiles dealt evenly to
-  // the CTAs (ClaimedOrderScheduler::split_plan), each piece but a tile's last writing its float32
-  // partial here and the last adding them in k order before its epilogue (so the bits do not depend
-  // on timing, though they differ from the unsplit tile's). Cooperative tiles without a cluster only
-  // (kM128N256C1x1, kM128N128C1x1).
-  void* split_tail = nullptr;
+  // The tail split (Sm90TailSplit, above). The stages set it from the gemm1.tail / gemm2.tail knobs.
+  Sm90TailSplit tail_split = Sm90TailSplit::kOff;
   // With run_setup: write the setup's job here instead of launching it (launch_sm90_setups).
   Sm90SetupJob* setup_job = nullptr;
 };
 
-// Bytes of Sm90GemmArgs::split_tail for a grid of `sm_count` CTAs: a flag a CTA, then a partial
-// tile of 128 x 256 float32 (128 KB) a CTA.
+// Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs: a flag a CTA (4 KB,
+// at most 1024 CTAs), then a partial tile of 128 x 256 float32 (128 KB) a CTA.
 inline constexpr size_t sm90_split_tail_bytes(int sm_count) {
   return 4096 + static_cast<size_t>(sm_count) * 128 * 256 * sizeof(float);
 }
 
-// Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, plus
-// CUTLASS's workspace (the per-SM TMA descriptors). The same for every d_type; depends on experts
+// Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, the tail
+// split's area (sm90_split_tail_bytes), plus CUTLASS's workspace (the per-SM TMA descriptors). The same for every d_type; depends on experts
 // and sm_count only (n, k and type are taken for future tile choices).
 size_t sm90_gemm_scratch_bytes(int experts, int64_t n, int64_t k, Elem type, int sm_count);
 

@@ -73,8 +73,8 @@ __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1
 // claims as it has tiles (each CTA that starts on a tile ends on one failed claim, and the
 // successful claims hand out the tiles past the grid), so the CTA whose claim is the last one copies
 // the counter into the third word and zeroes it: a launch without its setup (an overlapped gemm2
-// replayed alone, Sm90Overlap) claims from 0 again. The fourth word is Sm90GemmArgs::split_tail's
-// address (0: no split), also written by the setup kernel.
+// replayed alone, Sm90Overlap) claims from 0 again. The fourth word is the tail split's
+// (Sm90SetupJob::split; 0: no split), also written by the setup kernel.
 constexpr int kClaimWords = 4;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
@@ -152,22 +152,24 @@ class ClaimedOrderScheduler : private OverlapEntry,
 
   using typename Base::WorkTileInfo;
 
-  // The CTA's first tile (every thread calls this, before the roles split). With the split tail the
+  // The CTA's first tile (every thread calls this, before the roles split). Under a tail split the
   // fixed order's units replace CUTLASS's tiles (split_plan).
   template <class ClusterShape>
   CUTLASS_DEVICE auto initial_work_tile_info(ClusterShape cluster_shape) {
-    // The split tail's word is loaded beside CUTLASS's own first loads, so that a launch without it
-    // (the library's) pays no extra latency at its start.
+    // The tail split's word is loaded beside CUTLASS's own first loads, so that a launch without a
+    // split pays no extra latency at its start.
     const unsigned long long split = reinterpret_cast<const volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[3];
-    // CUTLASS's tile lookup walks the groups forward only, and the plan's first unit may lie before
-    // the tile CUTLASS looks up here (a tail that starts in the first round): the plan starts over
-    // from the scheduler as constructed.
-    const Base constructed = *this;
     auto work = Base::initial_work_tile_info(cluster_shape);
     if (split == 0) return work;
     read_words();
     if (participants_ == 0) return work;
-    static_cast<Base&>(*this) = constructed;
+    // CUTLASS's tile lookup walks the groups forward only, and the plan's first unit may lie before
+    // the tile it just looked up (a tail that starts in the first round): start over from a freshly
+    // constructed scheduler.
+    static_cast<Base&>(*this) = Base(this->scheduler_params, this->response_ptr_);
+    // The third claim word is free under the fixed order: the CTAs that share the tail, for the tests.
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+      reinterpret_cast<volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[2] = participants_;
     // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
     unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
                 ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
@@ -217,7 +219,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     return cute::make_tuple(work, true);
   }
 
-  // ---- The split tail (Sm90GemmArgs::split_tail; an experiment, docs/perf-notes.md step 31) ----
+  // ---- The tail split (Sm90TailSplit; docs/perf-notes.md steps 31, 32) ----
   // Stream-K over the last wave: the rem = tiles % grid tiles left after the whole rounds have
   // rem * k k-tiles (k a tile's); laid end to end they are dealt to P CTAs (P <= grid, each at least
   // kMinPiece k-tiles), CTA c taking [c W / P, (c + 1) W / P) of W = rem * k. As rem < grid that range
@@ -270,7 +272,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= 128 * 256 * sizeof(float),
                   "a partial tile must fit one 128 x 256 float32 slot");
     auto* words = claim_words(params.problem_shapes_);
-    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3]));
+    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & ~15ull));
     auto* flags = reinterpret_cast<int*>(area);
     float4* slots = reinterpret_cast<float4*>(area + 4096);
     const int t = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;  // 0 .. 255
@@ -321,22 +323,29 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto* words = claim_words(shapes);
     lookahead_ = read_lookahead(shapes, words);
     tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
-    split_plan(reinterpret_cast<const volatile unsigned long long*>(words)[3] != 0);
+    split_plan(reinterpret_cast<const volatile unsigned long long*>(words)[3]);
   }
 
   // The fixed order over units: whole tiles for the full rounds (tiles / grid of them per CTA), then
-  // two units a CTA for the tail's pieces (work_for_unit). No split under the claimed order, when
-  // P <= rem (each CTA would hold a whole tile anyway), or past the encodings' limits (256 CTAs,
-  // 1023 k-tiles).
-  CUTLASS_DEVICE void split_plan(bool enabled) {
+  // two units a CTA for the tail's pieces (work_for_unit). `word` is the tail split's word
+  // (Sm90SetupJob::split). No split under the claimed order, when P <= rem (each CTA would hold a
+  // whole tile anyway), past the encodings' limits (256 CTAs, 1023 k-tiles), or for Sm90TailSplit::
+  // kAuto outside where it measured faster (H100, docs/perf-notes.md step 32): with many rounds the
+  // CTAs drift apart by more than a tail tile, which then hides in the drift while the pieces' partials
+  // and waits still cost (GPT-OSS gemm1 at 99 rounds +2%); with no whole round the GEMM streams its
+  // weights and splitting K only adds partials (Mixtral gemm2 at 1-77 rows an expert +6-10%); with a
+  // tail of more than half a round there is little to balance (Mixtral gemm2, 100 of 132: level).
+  CUTLASS_DEVICE void split_plan(unsigned long long word) {
     participants_ = 0;
     const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
-    if (!enabled || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
+    if (word == 0 || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
     const auto& shapes = this->scheduler_params.problem_shapes_;
     const int cta_k = this->scheduler_params.cta_shape_.k();
     k_tiles_ = static_cast<uint32_t>((cute::get<2>(shapes.problem_shapes[0]) + cta_k - 1) / cta_k);
-    const uint64_t rem = tiles_ % grid;
+    const uint64_t rem = tiles_ % grid, rounds = tiles_ / grid;
     if (rem == 0 || k_tiles_ > 1023) return;
+    const bool always = (word & 1ull) != 0;
+    if (!always && (rounds < 1 || rounds > 8 || 2 * rem > grid || k_tiles_ < 2 * kMinPiece)) return;
     const uint64_t participants = cute::min(grid, rem * k_tiles_ / kMinPiece);
     if (participants <= rem) return;
     participants_ = static_cast<uint32_t>(participants);
@@ -601,7 +610,8 @@ struct Config {
 // mode, the rest static), whatever the element type (Config's static_assert checks it).
 struct ScratchLayout {
   size_t shapes = 0, ptr_a = 0, ptr_b = 0, ptr_d = 0, stride_a = 0, stride_b = 0, stride_d = 0, workspace = 0;
-  explicit ScratchLayout(int experts) {
+  size_t split = 0;  // the tail split's area (sm90_split_tail_bytes)
+  ScratchLayout(int experts, int sm_count) {
     const size_t e = static_cast<size_t>(experts);
     size_t off = 0;
     auto take = [&](size_t bytes) {
@@ -616,6 +626,7 @@ struct ScratchLayout {
     stride_a = take(e * sizeof(int64_t));
     stride_b = take(e * sizeof(int64_t));
     stride_d = take(e * sizeof(int64_t));
+    split = take(sm90_split_tail_bytes(sm_count));
     workspace = off;
   }
 };
@@ -726,7 +737,11 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
-  j.split_tail = a.split_tail;
+  // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work).
+  constexpr bool can_split = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule> &&
+                             cute::size(typename Cfg::ClusterShape{}) == 1;
+  if (can_split && a.tail_split != Sm90TailSplit::kOff)
+    j.split = reinterpret_cast<unsigned long long>(base + lay.split) | (a.tail_split == Sm90TailSplit::kAlways ? 1ull : 0ull);
   return j;
 }
 
@@ -739,7 +754,7 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
                                ClaimedOrderScheduler<MoeGroupShape, Cfg::GemmKernel::TileSchedulerStages>>,
                 "the selector specialization must give our kernels the claimed-order scheduler");
 
-  const ScratchLayout lay(a.experts);
+  const ScratchLayout lay(a.experts, a.sm_count);
   char* base = static_cast<char*>(a.scratch);
   const size_t ws = workspace_bytes<Cfg>(a.experts, a.sm_count);
   if (a.scratch_bytes < lay.workspace + ws)
@@ -747,13 +762,6 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
                                    " bytes, needs " + std::to_string(lay.workspace + ws));
 
   void* workspace = base + lay.workspace;
-  if (a.split_tail != nullptr) {
-    constexpr bool cooperative = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule>;
-    if (!cooperative || cute::size(typename Cfg::ClusterShape{}) != 1)
-      return Status::Unsupported("sm90 grouped GEMM: split_tail needs a cooperative tile without a cluster");
-    if (reinterpret_cast<uintptr_t>(a.split_tail) % 16 != 0)
-      return Status::InvalidArgument("sm90 grouped GEMM: split_tail must be 16-byte aligned");
-  }
   // Host arithmetic only; built also when the setup does not run, for make_arguments' pointers.
   const Sm90SetupJob job = setup_job<Cfg>(a, lay);
 
@@ -825,7 +833,7 @@ size_t tile_scratch_bytes(int experts, int sm_count) {
   ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
                  workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
 #endif
-  return ScratchLayout(experts).workspace + align_up(ws);
+  return ScratchLayout(experts, sm_count).workspace + align_up(ws);
 }
 
 }  // namespace moekit::cuda::moe::sm90
