@@ -593,8 +593,9 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
 // CTAs that shared the tail in the third claim word, and the host works out the same from the
 // tiles (ceil(rows / tile_m) x ceil(N / tile_n) an expert), the grid (the SMs) and the k-tiles.
 // K = 2056 gives 33 k-tiles of 64 (128 x 256) or 17 of 128 (128 x 128), the last one partial.
-// Rows 0, 1, 3 and 77 (no whole round: kAlways splits, kAuto does not) and uneven experts with
-// 2 to 4 whole rounds and a sparse last one (both split).
+// Rows 0, 1, 3 and 77 (no whole round: kAlways splits, kAuto does not), and 36 uneven experts of
+// 1-40 rows, one empty and one of 150 (two M tiles): with N = 1040 (5 N tiles of 256, 9 of 128) one
+// whole round and 48 tiles left on 132 SMs (128 x 256), two and 60 (128 x 128), so both split.
 uint64_t expected_tail_ctas(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n, int64_t k,
                             cuda::moe::Sm90TailSplit mode) {
   const int64_t tile_m = 128, tile_n = tile == Sm90Tile::kM128N256C1x1 ? 256 : 128, tile_k = tile == Sm90Tile::kM128N256C1x1 ? 64 : 128;
@@ -612,15 +613,12 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
   MOEKIT_REQUIRE_SM90();
   using cuda::moe::Sm90TailSplit;
   const int64_t k = 2056;
-  // Uneven experts: 16 of 150..330 rows (two or three M tiles each; one empty).
   std::vector<int64_t> uneven;
-  for (int e = 0; e < 16; ++e) uneven.push_back(e == 9 ? 0 : 150 + (e * 53) % 181);
+  for (int e = 0; e < 36; ++e) uneven.push_back(e == 9 ? 0 : e == 20 ? 150 : 1 + (e * 17) % 40);
   const std::vector<std::vector<int64_t>> row_sets = {{0, 0, 0, 0}, {0, 1, 0, 0}, {2, 0, 1, 0}, {30, 0, 40, 7}, uneven};
   for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N128C1x1}) {
-    // N = 2056 makes the uneven set's 128 x 256 tiles 9 N tiles an expert (2-3 whole rounds on 132
-    // SMs), the 128 x 128 tile's 17 (4 whole rounds); 520 keeps the small sets quick.
     for (const auto& counts : row_sets) {
-      const int64_t n = counts.size() == 16 ? 2056 : 520;
+      const int64_t n = counts.size() == 36 ? 1040 : 520;
       const int64_t rows = total_of(counts);
       const int experts = static_cast<int>(counts.size());
       for (Sm90TailSplit mode : {Sm90TailSplit::kAlways, Sm90TailSplit::kAuto}) {
@@ -640,12 +638,15 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
       }
     }
   }
-  // The split must be seen to run somewhere above (else the checks prove nothing about it).
-  EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, uneven, 2056, k, Sm90TailSplit::kAuto), 0u);
-  EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N128C1x1, uneven, 2056, k, Sm90TailSplit::kAuto), 0u);
+  // The split must be seen to run somewhere above (else the checks prove nothing about it): kAlways
+  // at 77 rows on any grid; kAuto on the uneven set where the grid is the H100's and H200's 132.
   EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, {30, 0, 40, 7}, 520, k, Sm90TailSplit::kAlways), 0u);
+  if (sm_count() == 132) {
+    EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
+    EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N128C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
+  }
   // The gated epilogue (gemm1) takes the split as the plain one does.
-  run_gated_case({Elem::kBF16, 16, total_of(uneven), 2056, k, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, uneven,
+  run_gated_case({Elem::kBF16, 36, total_of(uneven), 1040, k, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, uneven,
                   Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
 }
 
