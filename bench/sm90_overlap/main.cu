@@ -212,7 +212,7 @@ int run(const Options& o) {
 
   const double weight_bytes = static_cast<double>(b_elems) * 2;
   const double flops = 2.0 * max_rows * o.n * o.k;
-  int64_t fewest = max_rows, most = 0, tiles = 0;  // tiles: of the 128 x 256 tile (the split tail's rounds)
+  int64_t fewest = max_rows, most = 0, tiles = 0;  // tiles: of the 128 x 256 tile (the tail split's rounds)
   for (int e = 0; e < o.experts; ++e) {
     fewest = std::min(fewest, h_off[e + 1] - h_off[e]);
     most = std::max(most, h_off[e + 1] - h_off[e]);
@@ -233,7 +233,7 @@ int run(const Options& o) {
     CHECK_STATUS(run_variant(v, args, stream));
     CHECK(cudaStreamSynchronize(stream));
     CHECK(cudaMemcpy(vi == 0 ? ref.data() : out.data(), d, d_elems * 2, cudaMemcpyDeviceToHost));
-    {  // run to run: the same variant again, bitwise (the split tail adds its partials in a fixed order)
+    {  // run to run: the same variant again, bitwise (the tail split adds its partials in a fixed order)
       CHECK(cudaMemsetAsync(d, 0xFF, d_elems * 2, stream));
       CHECK_STATUS(run_variant(v, args, stream));
       CHECK(cudaStreamSynchronize(stream));

@@ -57,40 +57,28 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
     EXPECT_EQ(tile->heuristic, expected) << name;
     EXPECT_NE(std::find(tile->values.begin(), tile->values.end(), "m128n256k64"), tile->values.end()) << name;
   }
-  // sm_90 with the sm_90a kernels built: the stream tiles' K split as well (thread-block clusters);
-  // without them, no split knob.
-  for (const char* name : {"gemm1.split", "gemm2.split"}) {
-    const KnobSpec* split = find(gpu_space, name);
-    if (!sm90_build) {
-      EXPECT_EQ(split, nullptr) << name;
-      continue;
+  // The knobs that exist only with the sm_90a kernels built, each GEMM's, with their values (empty:
+  // not checked) and heuristic value: the stream tiles' K split (thread-block clusters); the order
+  // in which the sm_90a kernels hand out tiles (claimed on the ping-pong tile while every expert fits
+  // one M tile, decided on the device); the tail split of their cooperative tiles.
+  struct Sm90Knob {
+    const char* gemm1;
+    const char* gemm2;
+    std::vector<std::string> values;
+  };
+  for (const Sm90Knob& knob : {Sm90Knob{"gemm1.split", "gemm2.split", {}},
+                               Sm90Knob{"gemm1.order", "gemm2.order", {"auto", "fixed", "claimed"}},
+                               Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}}})
+    for (const char* name : {knob.gemm1, knob.gemm2}) {
+      const KnobSpec* k = find(gpu_space, name);
+      if (!sm90_build) {
+        EXPECT_EQ(k, nullptr) << name;
+        continue;
+      }
+      ASSERT_NE(k, nullptr) << name;
+      if (!knob.values.empty()) EXPECT_EQ(k->values, knob.values) << name;
+      EXPECT_EQ(k->heuristic, "auto") << name;
     }
-    ASSERT_NE(split, nullptr) << name;
-    EXPECT_EQ(split->heuristic, "auto") << name;
-  }
-  // With the sm_90a kernels: the order in which they hand out tiles, automatic (claimed on the
-  // ping-pong tile while every expert fits one M tile, decided on the device) unless chosen.
-  for (const char* name : {"gemm1.order", "gemm2.order"}) {
-    const KnobSpec* order = find(gpu_space, name);
-    if (!sm90_build) {
-      EXPECT_EQ(order, nullptr) << name;
-      continue;
-    }
-    ASSERT_NE(order, nullptr) << name;
-    EXPECT_EQ(order->values, (std::vector<std::string>{"auto", "fixed", "claimed"})) << name;
-    EXPECT_EQ(order->heuristic, "auto") << name;
-  }
-  // With the sm_90a kernels: the tail split of their cooperative tiles, automatic unless turned off.
-  for (const char* name : {"gemm1.tail", "gemm2.tail"}) {
-    const KnobSpec* tail = find(gpu_space, name);
-    if (!sm90_build) {
-      EXPECT_EQ(tail, nullptr) << name;
-      continue;
-    }
-    ASSERT_NE(tail, nullptr) << name;
-    EXPECT_EQ(tail->values, (std::vector<std::string>{"auto", "off"})) << name;
-    EXPECT_EQ(tail->heuristic, "auto") << name;
-  }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
                 k.name.ends_with(".order") || k.name.ends_with(".tail"))

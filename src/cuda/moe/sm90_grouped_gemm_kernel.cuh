@@ -182,16 +182,9 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto& shapes = this->scheduler_params.problem_shapes_;
     auto* words = claim_words(shapes);
     read_words();
-    if (participants_ != 0) {  // the fixed order over the split tail's units (the claimed order does not split)
+    if (participants_ != 0) {  // the fixed order over the tail split's units (the claimed order does not split)
       unit_ += uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z) * advance_count;
-      auto work = work_for_unit(unit_);  // the whole warp: it shuffles
-      pipeline.producer_acquire(state);
-      if (cute::elect_one_sync()) {
-        this->response_ptr_[state.index()] = work;
-        cutlass::arch::fence_view_async_shared();
-        pipeline.producer_commit(state);
-      }
-      return cute::make_tuple(work, true);
+      return publish(pipeline, state, work_for_unit(unit_));  // work_for_unit: the whole warp (it shuffles)
     }
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
       return Base::advance_to_next_work(pipeline, state, advance_count);
@@ -210,6 +203,13 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
     // The launch's last claim resets the counter (kClaimWords says why it is the last).
     if (claim + 1 == tiles_ && cutlass::canonical_lane_idx() == 0) words[2] = atomicExch(words, 0ull);
+    return publish(pipeline, state, work);
+  }
+
+  // Hands `work` to the CTA's consumers through the scheduler pipeline, as CUTLASS's own
+  // advance_to_next_work does. The whole warp.
+  template <class Pipeline, class PipelineState>
+  CUTLASS_DEVICE auto publish(Pipeline& pipeline, PipelineState state, WorkTileInfo const& work) {
     pipeline.producer_acquire(state);
     if (cute::elect_one_sync()) {
       this->response_ptr_[state.index()] = work;
