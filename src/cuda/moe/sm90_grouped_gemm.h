@@ -85,6 +85,16 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
 //            loads A.
 enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
 
+// The tail split's area in the scratch (each GEMM's own): kSm90SplitFlags int flags (a CTA's
+// partial is ready when its flag is not 0), then a partial tile of kSm90SplitSlotFloats float32 a
+// CTA. Its word (Sm90SetupJob::split, the fourth claim word) is the area's address, 16-byte aligned,
+// with kSm90SplitAlways in bit 0 for Sm90TailSplit::kAlways.
+inline constexpr int kSm90SplitFlags = 1024;
+inline constexpr size_t kSm90SplitFlagBytes = kSm90SplitFlags * sizeof(int);
+inline constexpr size_t kSm90SplitSlotFloats = 128 * 256;  // the largest cooperative tile, 128 x 256
+inline constexpr unsigned long long kSm90SplitAlways = 1;
+inline constexpr unsigned long long kSm90SplitAddressMask = ~15ull;
+
 // One GEMM's per-group setup, as launch_sm90_setups runs it: the problem shapes, pointers, strides
 // and claim words that the CUTLASS kernel reads, written from the expert offsets. Filled by
 // launch_sm90_grouped_gemm when Sm90GemmArgs::setup_job is set (the layout of the scratch is the
@@ -107,9 +117,8 @@ struct Sm90SetupJob {
   int64_t* stride_b = nullptr;
   int64_t* stride_d = nullptr;
   unsigned long long order = 0;  // the order word (claimed_order_word)
-  // The tail split's word (the fourth claim word): its area in the scratch (the CTAs' flags, zeroed
-  // by the setup kernel, then their partial tiles), 16-byte aligned, bit 0 set for
-  // Sm90TailSplit::kAlways; 0 for no split.
+  // The tail split's word (the comment on kSm90SplitFlags says what it holds; the setup kernel
+  // zeroes the flags), 0 for no split.
   unsigned long long split = 0;
 };
 
@@ -153,10 +162,10 @@ struct Sm90GemmArgs {
   Sm90SetupJob* setup_job = nullptr;
 };
 
-// Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs: a flag a CTA (4 KB,
-// at most 1024 CTAs), then a partial tile of 128 x 256 float32 (128 KB) a CTA.
+// Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most
+// kSm90SplitFlags): the flags, then a partial tile (128 KB) a CTA.
 inline constexpr size_t sm90_split_tail_bytes(int sm_count) {
-  return 4096 + static_cast<size_t>(sm_count) * 128 * 256 * sizeof(float);
+  return kSm90SplitFlagBytes + static_cast<size_t>(sm_count) * kSm90SplitSlotFloats * sizeof(float);
 }
 
 // Device scratch for `experts` groups: the per-group problem shapes, pointers and strides, the tail

@@ -183,7 +183,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto* words = claim_words(shapes);
     read_words();
     if (participants_ != 0) {  // the fixed order over the tail split's units (the claimed order does not split)
-      unit_ += uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z) * advance_count;
+      unit_ += grid_ctas() * advance_count;
       return publish(pipeline, state, work_for_unit(unit_));  // work_for_unit: the whole warp (it shuffles)
     }
     if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
@@ -199,7 +199,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     if (cutlass::canonical_lane_idx() == 0) claim = atomicAdd(words, 1ull);
     claim = __shfl_sync(0xffffffff, claim, 0);
     // The first tiles went by block index (initial_work_tile_info); the claims number the rest.
-    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    const uint64_t grid = grid_ctas();
     auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
     // The launch's last claim resets the counter (kClaimWords says why it is the last).
     if (claim + 1 == tiles_ && cutlass::canonical_lane_idx() == 0) words[2] = atomicExch(words, 0ull);
@@ -269,12 +269,12 @@ class ClaimedOrderScheduler : private OverlapEntry,
     if (!p.split || (p.reduces && p.k_start == 0)) return;
     constexpr int kConsumers = 2 * cutlass::NumThreadsPerWarpGroup;
     constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
-    static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= 128 * 256 * sizeof(float),
+    static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= kSm90SplitSlotFloats * sizeof(float),
                   "a partial tile must fit one 128 x 256 float32 slot");
     auto* words = claim_words(params.problem_shapes_);
-    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & ~15ull));
+    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & kSm90SplitAddressMask));
     auto* flags = reinterpret_cast<int*>(area);
-    float4* slots = reinterpret_cast<float4*>(area + 4096);
+    float4* slots = reinterpret_cast<float4*>(area + kSm90SplitFlagBytes);
     const int t = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;  // 0 .. 255
     // CTA c's slot: float4 i of thread t at [i][t].
     auto slot = [&](uint32_t c) { return slots + static_cast<size_t>(c) * (kValues / 4) * kConsumers; };
@@ -312,6 +312,9 @@ class ClaimedOrderScheduler : private OverlapEntry,
   }
 
  private:
+  // The persistent grid's CTAs (CUTLASS's total_grid_size_, which is private).
+  CUTLASS_DEVICE static uint64_t grid_ctas() { return uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z); }
+
   CUTLASS_DEVICE static unsigned long long* claim_words(const GroupShape& shapes) {
     return reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(shapes.problem_shapes) + claim_words_offset(shapes.groups()));
   }
@@ -337,14 +340,14 @@ class ClaimedOrderScheduler : private OverlapEntry,
   // tail of more than half a round there is little to balance (Mixtral gemm2, 100 of 132: level).
   CUTLASS_DEVICE void split_plan(unsigned long long word) {
     participants_ = 0;
-    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    const uint64_t grid = grid_ctas();
     if (word == 0 || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
     const auto& shapes = this->scheduler_params.problem_shapes_;
     const int cta_k = this->scheduler_params.cta_shape_.k();
     k_tiles_ = static_cast<uint32_t>((cute::get<2>(shapes.problem_shapes[0]) + cta_k - 1) / cta_k);
     const uint64_t rem = tiles_ % grid, rounds = tiles_ / grid;
     if (rem == 0 || k_tiles_ > 1023) return;
-    const bool always = (word & 1ull) != 0;
+    const bool always = (word & kSm90SplitAlways) != 0;
     if (!always && (rounds < 1 || rounds > 8 || 2 * rem > grid || k_tiles_ < 2 * kMinPiece)) return;
     const uint64_t participants = cute::min(grid, rem * k_tiles_ / kMinPiece);
     if (participants <= rem) return;
@@ -360,7 +363,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
   // come in increasing order to each thread's scheduler. The whole warp.
   CUTLASS_DEVICE WorkTileInfo work_for_unit(uint64_t u) {
     if (u < whole_) return this->get_current_work_for_linear_idx(u);
-    const uint64_t grid = uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z);
+    const uint64_t grid = grid_ctas();
     const uint64_t which = (u - whole_) / grid, c = (u - whole_) % grid;
     if (which > 1 || c >= participants_) return WorkTileInfo::invalid_work_tile();
     const uint64_t k = k_tiles_, lo = c * tail_k_tiles_ / participants_, hi = (c + 1) * tail_k_tiles_ / participants_;
@@ -741,7 +744,7 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   constexpr bool can_split = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule> &&
                              cute::size(typename Cfg::ClusterShape{}) == 1;
   if (can_split && a.tail_split != Sm90TailSplit::kOff)
-    j.split = reinterpret_cast<unsigned long long>(base + lay.split) | (a.tail_split == Sm90TailSplit::kAlways ? 1ull : 0ull);
+    j.split = reinterpret_cast<unsigned long long>(base + lay.split) | (a.tail_split == Sm90TailSplit::kAlways ? kSm90SplitAlways : 0ull);
   return j;
 }
 

@@ -13,7 +13,6 @@ namespace moekit::cuda::moe {
 namespace {
 
 constexpr int kSetupThreads = 128;
-constexpr int kSplitFlags = 1024;  // sm90_split_tail_bytes' 4 KB of flags
 
 // Job blockIdx.y, one thread a group.
 __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
@@ -29,8 +28,8 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
     j.words[3] = j.split;
   }
   if (j.split != 0) {  // the tail split's flags (a CTA's partial is ready when its flag is not 0)
-    int* flags = reinterpret_cast<int*>(j.split & ~15ull);
-    for (int i = e; i < kSplitFlags; i += gridDim.x * blockDim.x) flags[i] = 0;
+    int* flags = reinterpret_cast<int*>(j.split & kSm90SplitAddressMask);
+    for (int i = e; i < kSm90SplitFlags; i += gridDim.x * blockDim.x) flags[i] = 0;
   }
   if (e >= j.experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
@@ -65,7 +64,7 @@ Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* s
     if (j.offsets == nullptr || j.shapes == nullptr || j.words == nullptr || j.ptr_a == nullptr || j.ptr_b == nullptr ||
         j.ptr_d == nullptr || j.stride_a == nullptr || j.stride_b == nullptr || j.stride_d == nullptr)
       return Status::InvalidArgument(which() + "null offsets or scratch array");
-    if ((j.split & 14u) != 0)
+    if ((j.split & ~(kSm90SplitAddressMask | kSm90SplitAlways)) != 0)
       return Status::InvalidArgument(which() + "split=" + std::to_string(j.split) + " (the tail split's area must be 16-byte aligned)");
     experts = std::max(experts, j.experts);
   }
