@@ -14,22 +14,23 @@ struct Variant {
   const char* name;
   bool plain = false;   // the plain (TMA-store) epilogue, D [rows, n]; else the gated one, D [rows, n / 2]
   bool traced = false;  // writes a trace (main.cu's --trace)
+  bool real = true;     // its loads and MMAs are the GEMM's, so main.cu compares its D with the first variant's
 };
 // id: tile, mainloop.
 inline constexpr Variant kVariants[] = {
     {0, "128x256"},          // kM128N256C1x1, CUTLASS's mainloop
     {1, "128x256+pf4"},      // L2 prefetch 4 k-tiles ahead
     {2, "128x256+pf8"},      // 8 ahead
-    {3, "128x256-nomma"},    // the loads alone
-    {4, "128x256-l2hot"},    // the MMAs with k-tile 0's operands for every k-tile
+    {3, "128x256-nomma", false, false, false},    // the loads alone
+    {4, "128x256-l2hot", false, false, false},    // the MMAs with k-tile 0's operands for every k-tile
     {5, "128x256-traced", false, true},  // CUTLASS's loop re-written with timestamps
     {6, "64x128"},           // kM64N128C1x1 (ping-pong)
     {7, "64x128+pf4"},
     {8, "128x128"},          // kM128N128C1x1
     {9, "128x128+pf4"},
-    {10, "128x256-bulkB"},   // B as contiguous blocks, one bulk copy a stage (output not valid)
-    {11, "64x128-bulkB"},
-    {12, "128x128-bulkB"},
+    {10, "128x256-bulkB", false, false, false},   // B as contiguous blocks, one bulk copy a stage (output not valid)
+    {11, "64x128-bulkB", false, false, false},
+    {12, "128x128-bulkB", false, false, false},
     {13, "64x128c1x2"},      // kM64N128C1x2: A multicast to the two CTAs of an N pair
     {14, "128x256c1x2"},     // kM128N256C1x2
     // The plain (TMA-store) epilogue, as gemm2 runs it: D is [rows, n] (the gated ones write n / 2).
