@@ -114,13 +114,18 @@ struct OverlapEntry {
   }
 };
 
-// Whether the tile a warp works on is a half tile (Sm90HalfTiles), for the mainloop's mma(), to which
-// CUTLASS's kernel does not hand the work tile: the consumers call the scheduler's
-// get_work_k_tile_count with it just before mma(), and that writes its warp's entry. One entry a warp
-// (no two warps of a CTA need be on the same tile: the producer warps run ahead).
-CUTLASS_DEVICE uint32_t& half_tile_of_warp() {
-  __shared__ uint32_t half[16];  // the kernels' 384 threads: 12 warps
-  return half[threadIdx.x / 32];
+// How a half tile (Sm90HalfTiles) reaches the mainloop, to which CUTLASS's kernel hands only the
+// k-tile count of each tile (from the scheduler's get_work_k_tile_count): the count plus
+// kHalfTileBias. The kernel also advances its pipeline states by that count, and PipelineState::
+// advance(k + 2 S m) leaves index and phase as advance(k) does for S stages (the index is taken
+// modulo S, the phase flips with the parity of (index + k) / S, and 2 S m adds an even number to that
+// quotient); only the unused count_ differs. So the bias is a multiple of 2 S for every S up to 16
+// (2 lcm(1..16)), and OverlapMainloop takes it off before CUTLASS's load(), mma() and mma_tail()
+// see the count (is_half_tile_count, real_k_tile_count).
+constexpr int kHalfTileBias = 2 * 720720;
+CUTLASS_HOST_DEVICE constexpr bool is_half_tile_count(int k_tile_count) { return k_tile_count >= kHalfTileBias; }
+CUTLASS_HOST_DEVICE constexpr int real_k_tile_count(int k_tile_count) {
+  return is_half_tile_count(k_tile_count) ? k_tile_count - kHalfTileBias : k_tile_count;
 }
 
 template <class GroupShape, int Stages>
@@ -263,12 +268,12 @@ class ClaimedOrderScheduler : private OverlapEntry,
   }
 
   template <class ProblemShape_MNKL, class TileShape>
+  // A half tile's count carries kHalfTileBias (the comment there says why that is safe).
   CUTLASS_HOST_DEVICE static int get_work_k_tile_count(WorkTileInfo const& w, ProblemShape_MNKL problem_shape, TileShape tile_shape) {
-#if defined(__CUDA_ARCH__)
-    half_tile_of_warp() = static_cast<uint32_t>(w.is_valid_tile) & kHalfFlag;  // for this warp's mma() (half_tile_of_warp)
-#endif
     const Piece p = piece_of(w);
-    return p.split ? static_cast<int>(p.k_count) : Base::get_work_k_tile_count(w, problem_shape, tile_shape);
+    if (p.split) return static_cast<int>(p.k_count);
+    const int k = Base::get_work_k_tile_count(w, problem_shape, tile_shape);
+    return (static_cast<uint32_t>(w.is_valid_tile) & kHalfFlag) != 0 ? k + kHalfTileBias : k;
   }
   CUTLASS_HOST_DEVICE static uint32_t get_work_k_tile_start(WorkTileInfo const& w) { return piece_of(w).k_start; }
   // Only a tile's reducing piece stores it.
@@ -375,12 +380,15 @@ class ClaimedOrderScheduler : private OverlapEntry,
 
  private:
   // A whole tile of at most half the tile's rows gets kHalfFlag when the word asks for half tiles (the
-  // kernel is then cooperative: setup_job sets the flag for no other).
+  // kernel is then cooperative: setup_job sets the flag for no other), unless its k-tiles would reach
+  // kHalfTileBias (K past 92 million).
   CUTLASS_DEVICE WorkTileInfo mark_half(WorkTileInfo w) const {
     if (!half_ || !w.is_valid() || (static_cast<uint32_t>(w.is_valid_tile) & kPieceFlag) != 0) return w;
-    const int cta_m = this->scheduler_params.cta_shape_.m();
-    const int rows = cute::get<0>(this->scheduler_params.problem_shapes_.problem_shapes[w.L_idx]) - w.M_idx * cta_m;
-    if (2 * rows <= cta_m) w.is_valid_tile = static_cast<int32_t>(static_cast<uint32_t>(w.is_valid_tile) | kHalfFlag);
+    const int cta_m = this->scheduler_params.cta_shape_.m(), cta_k = this->scheduler_params.cta_shape_.k();
+    const auto shape = this->scheduler_params.problem_shapes_.problem_shapes[w.L_idx];
+    const int rows = cute::get<0>(shape) - w.M_idx * cta_m;
+    if (2 * rows <= cta_m && (cute::get<2>(shape) + cta_k - 1) / cta_k < kHalfTileBias)
+      w.is_valid_tile = static_cast<int32_t>(static_cast<uint32_t>(w.is_valid_tile) | kHalfFlag);
     return w;
   }
 
@@ -580,6 +588,7 @@ struct OverlapMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     using namespace cute;
+    k_tile_count = real_k_tile_count(k_tile_count);  // a half tile loads as any other
     if (params.overlap != static_cast<int>(Sm90Overlap::kSecond) || waited_) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, input_tensormaps, blk_coord, k_tile_iter, k_tile_count,
                  thread_idx, block_rank_in_cluster, shared_tensors);
@@ -636,23 +645,27 @@ struct OverlapMainloop : Base {
     }
   }
 
-  // The consumers' mainloop: CUTLASS's, or half_mma on a half tile (Sm90HalfTiles; the scheduler
-  // marks it, half_tile_of_warp says so).
+  // The consumers' mainloop: CUTLASS's, or half_mma on a half tile (Sm90HalfTiles: the scheduler's
+  // count says so, kHalfTileBias).
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
                           int thread_idx, TensorStorage& shared_tensors, Params const& params) {
     if constexpr (kCanHalve) {
-      if (half_tile_of_warp() != 0) {
-        half_mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors);
+      if (is_half_tile_count(k_tile_count)) {
+        half_mma(pipeline, smem_pipe_read, accum, real_k_tile_count(k_tile_count), thread_idx, shared_tensors);
         return;
       }
     }
-    Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params);
+    Base::mma(pipeline, smem_pipe_read, accum, real_k_tile_count(k_tile_count), thread_idx, shared_tensors, params);
+  }
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline pipeline, PipelineState smem_pipe_release, int k_tile_count) {
+    Base::mma_tail(pipeline, smem_pipe_release, real_k_tile_count(k_tile_count));
   }
 
  private:
   static constexpr int kTileM = cute::size<0>(typename Base::TileShape{});
   static constexpr int kTileN = cute::size<1>(typename Base::TileShape{});
+  static_assert(kHalfTileBias % (2 * DispatchPolicy::Stages) == 0, "kHalfTileBias must leave the pipeline states as they are");
   // The cooperative tiles: two warpgroups along M (64 rows each).
   static constexpr bool kCanHalve = cute::size(typename Base::TiledMma{}) == 2 * cutlass::NumThreadsPerWarpGroup && kTileM == 128;
   // The half tile's MMA: an m64 x N/2 atom a warpgroup, the two side by side along N.
