@@ -668,6 +668,23 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
 // the host counts the experts whose last M tile holds 1-64 rows times the N tiles (the 1 x 2
 // cluster's N tiles rounded up to the cluster: its padding tiles run too). Rows around each
 // warpgroup's last rows (1, 63, 64, 65, 127, ..., 320), N = 520 (a short last N tile), K = 264.
+// Where two float32 outputs of `n` columns differ: how many elements, in the first and the second
+// 128 columns of each 256, how many of the second's are 0, and the first few.
+std::string where_they_differ(const std::vector<float>& want, const std::vector<float>& got, int64_t n) {
+  int64_t differ[2] = {0, 0}, zeros = 0;
+  std::string first;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&want[i], &got[i], 4) == 0) continue;
+    const int64_t row = static_cast<int64_t>(i) / n, col = static_cast<int64_t>(i) % n;
+    ++differ[(col % 256) / 128];
+    zeros += got[i] == 0.0f;
+    if (differ[0] + differ[1] <= 4)
+      first += " (" + std::to_string(row) + ", " + std::to_string(col) + "): " + std::to_string(want[i]) + " vs " + std::to_string(got[i]);
+  }
+  return std::to_string(differ[0]) + " differ in columns 0-127 of a 256, " + std::to_string(differ[1]) + " in 128-255, " +
+         std::to_string(zeros) + " of them 0;" + first;
+}
+
 uint64_t expected_half_tiles(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n) {
   const int64_t tile_n = tile == Sm90Tile::kM128N128C1x1 ? 128 : 256;
   int64_t n_tiles = (n + tile_n - 1) / tile_n;
@@ -695,7 +712,8 @@ TEST(Sm90GroupedGemm, HalfTilesGiveTheFullTilesBits) {
       c.relaunch = true;
       run_case(c, &half);
       ASSERT_EQ(full.size(), half.size());
-      EXPECT_EQ(std::memcmp(full.data(), half.data(), full.size() * 4), 0) << "plain: half tiles changed the bits";
+      EXPECT_EQ(std::memcmp(full.data(), half.data(), full.size() * 4), 0) << "plain: half tiles changed the bits; "
+                                                                             << where_they_differ(full, half, c.n);
       std::vector<uint16_t> gated_full, gated_half;
       GatedCase gc{Elem::kBF16, experts, rows, 520, 264, tile, Activation::kSwiGLU, true, counts, order};
       run_gated_case(gc, &gated_full);
@@ -714,6 +732,7 @@ TEST(Sm90GroupedGemm, HalfTilesGiveTheFullTilesBits) {
       std::mt19937_64 rng(99);
       const CaseOperands g(c, rng);
       ASSERT_TRUE(g.allocated());
+      fill_nan(g.dd.p, static_cast<size_t>(g.max_rows * c.n), nullptr);
       const Status st = cuda::moe::launch_sm90_grouped_gemm(g.args(), nullptr);
       ASSERT_TRUE(st.ok()) << st.to_string();
       MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -738,7 +757,8 @@ TEST(Sm90GroupedGemm, HalfTilesGiveTheFullTilesBits) {
     run_case(c, &again);
     EXPECT_EQ(ctas, expected_tail_ctas(tile, uneven, 1040, 2056, cuda::moe::Sm90TailSplit::kAlways)) << "the tail still splits";
     ASSERT_EQ(split.size(), both.size());
-    EXPECT_EQ(std::memcmp(split.data(), both.data(), split.size() * 4), 0) << "half tiles changed the split's bits";
+    EXPECT_EQ(std::memcmp(split.data(), both.data(), split.size() * 4), 0) << "half tiles changed the split's bits; "
+                                                                           << where_they_differ(split, both, c.n);
     EXPECT_EQ(std::memcmp(both.data(), again.data(), both.size() * 4), 0) << "the bits changed from run to run";
   }
 }

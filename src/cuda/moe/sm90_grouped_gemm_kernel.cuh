@@ -341,9 +341,11 @@ class ClaimedOrderScheduler : private OverlapEntry,
   // After a half tile's mainloop (OverlapMainloop::half_mma) each consumer warpgroup holds the tile's
   // first 64 rows for its half of the columns, in the first half of its accumulators (the wgmma
   // fragment of an m64nN/2 atom is the first half of the m64nN one's: 8-column groups in order). The
-  // epilogue expects warpgroup 0 to hold those rows for all columns (and warpgroup 1 the rows past
-  // the expert, which it does not write): warpgroup 1 puts its half in its CTA's slot of the tail
-  // split's area, warpgroup 0 reads it into its second half. The consumer warpgroups (256 threads).
+  // epilogue expects MMA warpgroup 0 to hold those rows for all columns (and MMA warpgroup 1 the rows
+  // past the expert, which it does not write): MMA warpgroup 1 puts its half in its CTA's slot of the
+  // tail split's area, MMA warpgroup 0 reads it into its second half. The MMA warpgroup is the
+  // kernel's mma_thread_idx (threadIdx.x % 256) / 128: the second consumer warpgroup (threads
+  // 256-383) is MMA warpgroup 0, the first (128-255) MMA warpgroup 1. The consumer warpgroups.
   template <class FrgTensorC>
   CUTLASS_DEVICE static void join_half(typename Base::Params const& params, FrgTensorC& accumulators) {
     constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
@@ -354,18 +356,18 @@ class ClaimedOrderScheduler : private OverlapEntry,
     char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & kSm90SplitAddressMask));
     const uint64_t cta = uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x);
     float4* slot = reinterpret_cast<float4*>(area + kSm90SplitFlagBytes) + cta * (kSm90SplitSlotFloats / 4);
-    const int t = static_cast<int>(threadIdx.x) - kThreads;  // 0 .. 255
+    const int t = static_cast<int>(threadIdx.x) % (2 * kThreads);  // the kernel's mma_thread_idx
     const int i = t % kThreads;
     using cutlass::arch::NamedBarrier;
     constexpr uint32_t kBarrier = static_cast<uint32_t>(cutlass::arch::ReservedNamedBarriers::StreamkBarrier0);
-    if (t >= kThreads) {
+    if (t >= kThreads) {  // MMA warpgroup 1: columns N/2 .. N - 1 of the first 64 rows
       CUTLASS_PRAGMA_UNROLL
       for (int j = 0; j < kHalf / 4; ++j)
         __stcg(slot + j * kThreads + i, make_float4(accumulators(4 * j), accumulators(4 * j + 1), accumulators(4 * j + 2), accumulators(4 * j + 3)));
     }
     NamedBarrier::sync(2 * kThreads, kBarrier);  // orders the stores before the loads (CTA scope)
     if (t == 0) atomicAdd(words + 4, 1ull);  // the launch's half tiles (kClaimWords)
-    if (t < kThreads) {
+    if (t < kThreads) {  // MMA warpgroup 0: the first 64 rows, which the epilogue writes
       CUTLASS_PRAGMA_UNROLL
       for (int j = 0; j < kHalf / 4; ++j) {
         const float4 v = __ldcg(slot + j * kThreads + i);
@@ -676,9 +678,10 @@ struct OverlapMainloop : Base {
       Layout<Shape<_1, _2, _1>>{}));
 
   // CUTLASS's mainloop (Base::mma: the same waits, MMAs in flight and releases) on the half tile's
-  // MMA: both warpgroups read A's first 64 rows, warpgroup w B's columns [w N/2, (w + 1) N/2). Its
-  // accumulators are the first half of `accum` (ClaimedOrderScheduler::join_half says why that is
-  // their place). Waits for its MMAs before it returns (mma_tail's wait then finds none).
+  // MMA: both warpgroups read A's first 64 rows, MMA warpgroup w B's columns [w N/2, (w + 1) N/2).
+  // Its accumulators are the first half of `accum`'s registers, viewed in place
+  // (ClaimedOrderScheduler::join_half says why that is their place): a separate fragment copied
+  // over cost the registers that let the wgmma pipeline run (ptxas serialized it, C7511).
   template <class FrgTensorC>
   CUTLASS_DEVICE void half_mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
                                int thread_idx, TensorStorage& shared_tensors) {
@@ -693,8 +696,11 @@ struct OverlapMainloop : Base {
     auto tCsB = thread_mma.partition_B(sB);  // (MMA,1,MMA_K,PIPE): this warpgroup's half
     auto tCrA = thread_mma.make_fragment_A(tCsA);
     auto tCrB = thread_mma.make_fragment_B(tCsB);
-    auto acc = partition_fragment_C(tiled_mma, Shape<_64, Int<kTileN>>{});  // (MMA,1,1)
+    using HalfFragment = decltype(partition_fragment_C(tiled_mma, Shape<_64, Int<kTileN>>{}));  // (MMA,1,1)
+    auto acc = make_tensor(accum.data(), typename HalfFragment::layout_type{});
     static_assert(2 * decltype(size(acc))::value == decltype(size(accum))::value, "half the accumulators");
+    static_assert(decltype(cosize(typename FrgTensorC::layout_type{}))::value == decltype(size(accum))::value,
+                  "accum's registers compact: value i in register i");
     CUTE_STATIC_ASSERT_V(size<1>(tCsA) == Int<1>{});
     CUTE_STATIC_ASSERT_V(size<1>(tCsB) == Int<1>{});
 
@@ -743,10 +749,7 @@ struct OverlapMainloop : Base {
       ++smem_pipe_read;
       ++smem_pipe_release;
     }
-    warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc); ++i) accum(i) = acc(i);
   }
 
   bool waited_ = false;  // the first tile's wait is done (the producer warp's copy of the mainloop)
