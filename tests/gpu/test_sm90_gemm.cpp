@@ -183,7 +183,6 @@ struct Case {
   // poisoned again: the same output from the groups the first launch's setup wrote.
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
-  cuda::moe::Sm90HalfTiles half = cuda::moe::Sm90HalfTiles::kOff;   // Sm90GemmArgs::half_tiles
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -262,13 +261,11 @@ struct CaseOperands {
     Sm90GemmArgs g = base_args(c.tile, c.type, {da, db, dd, doff, scratch}, d_type, c.experts, max_rows, c.n, c.k);
     g.tile_order = c.order;
     g.tail_split = c.tail;
-    g.half_tiles = c.half;
     return g;
   }
-  // The claim words the last launch left in the scratch (counter, order word, last claims, the tail
-  // split's word, the half tiles run).
-  std::array<uint64_t, 5> claim_words() const {
-    std::array<uint64_t, 5> words{};
+  // The claim words the last launch left in the scratch (counter, order word, last claims).
+  std::array<uint64_t, 3> claim_words() const {
+    std::array<uint64_t, 3> words{};
     cudaMemcpy(words.data(), scratch.p + cuda::moe::sm90_claim_words_offset(c.experts), sizeof(words), cudaMemcpyDeviceToHost);
     return words;
   }
@@ -370,11 +367,6 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.to_string().find("tail_split=7 (0 off, 1 auto, 2 always)"), std::string::npos) << st.to_string();
-  args.tail_split = cuda::moe::Sm90TailSplit::kOff;
-  args.half_tiles = static_cast<cuda::moe::Sm90HalfTiles>(2);
-  const Status half = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
-  EXPECT_FALSE(half.ok());
-  EXPECT_NE(half.to_string().find("half_tiles=2 (0 off, 1 on)"), std::string::npos) << half.to_string();
 }
 
 // ---- the gated-activation epilogue ------------------------------------------------------------------
@@ -392,7 +384,6 @@ struct GatedCase {
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
-  cuda::moe::Sm90HalfTiles half = cuda::moe::Sm90HalfTiles::kOff;   // Sm90GemmArgs::half_tiles
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
@@ -445,7 +436,6 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.bias_type = Elem::kF32;
   args.tile_order = c.order;
   args.tail_split = c.tail;
-  args.half_tiles = c.half;
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
@@ -660,109 +650,6 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
                   Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
 }
 
-// Half tiles (Sm90HalfTiles): an expert's last M tile of at most 64 rows runs with the two consumer
-// warpgroups side by side along N. Each output is the same sum of the same wgmma k-steps, so the
-// bits must be the full tile's, on every cooperative tile, plain and gated, in the fixed and the
-// claimed order, with the tail split too; checked against the float64 reference with D poisoned.
-// Which tiles ran half, the bits cannot show: the kernel counts them in the fifth claim word, and
-// the host counts the experts whose last M tile holds 1-64 rows times the N tiles (the 1 x 2
-// cluster's N tiles rounded up to the cluster: its padding tiles run too). Rows around each
-// warpgroup's last rows (1, 63, 64, 65, 127, ..., 320), N = 520 (a short last N tile), K = 264.
-// Where two float32 outputs of `n` columns differ: how many elements, in the first and the second
-// 128 columns of each 256, how many of the second's are 0, and the first few.
-std::string where_they_differ(const std::vector<float>& want, const std::vector<float>& got, int64_t n) {
-  int64_t differ[2] = {0, 0}, zeros = 0;
-  std::string first;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::memcmp(&want[i], &got[i], 4) == 0) continue;
-    const int64_t row = static_cast<int64_t>(i) / n, col = static_cast<int64_t>(i) % n;
-    ++differ[(col % 256) / 128];
-    zeros += got[i] == 0.0f;
-    if (differ[0] + differ[1] <= 4)
-      first += " (" + std::to_string(row) + ", " + std::to_string(col) + "): " + std::to_string(want[i]) + " vs " + std::to_string(got[i]);
-  }
-  return std::to_string(differ[0]) + " differ in columns 0-127 of a 256, " + std::to_string(differ[1]) + " in 128-255, " +
-         std::to_string(zeros) + " of them 0;" + first;
-}
-
-uint64_t expected_half_tiles(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n) {
-  const int64_t tile_n = tile == Sm90Tile::kM128N128C1x1 ? 128 : 256;
-  int64_t n_tiles = (n + tile_n - 1) / tile_n;
-  if (tile == Sm90Tile::kM128N256C1x2) n_tiles = (n_tiles + 1) / 2 * 2;
-  uint64_t half = 0;
-  for (int64_t c : counts)
-    if (c % 128 != 0 && c % 128 <= 64) half += static_cast<uint64_t>(n_tiles);
-  return half;
-}
-
-TEST(Sm90GroupedGemm, HalfTilesGiveTheFullTilesBits) {
-  MOEKIT_REQUIRE_SM90();
-  using cuda::moe::Sm90HalfTiles;
-  const auto counts = counts_around_warpgroup_rows();
-  const int64_t rows = total_of(counts);
-  const int experts = static_cast<int>(counts.size());
-  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM128N128C1x1})
-    for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
-      const std::string what = tile_label(tile) + order_label(order);
-      SCOPED_TRACE(what);
-      Case c{Elem::kBF16, experts, rows, 520, 264, tile, counts, order};
-      std::vector<float> full, half;
-      run_case(c, &full);  // the same operands both times (run_case seeds by experts and rows)
-      c.half = Sm90HalfTiles::kOn;
-      c.relaunch = true;
-      run_case(c, &half);
-      ASSERT_EQ(full.size(), half.size());
-      EXPECT_EQ(std::memcmp(full.data(), half.data(), full.size() * 4), 0) << "plain: half tiles changed the bits; "
-                                                                             << where_they_differ(full, half, c.n);
-      std::vector<uint16_t> gated_full, gated_half;
-      GatedCase gc{Elem::kBF16, experts, rows, 520, 264, tile, Activation::kSwiGLU, true, counts, order};
-      run_gated_case(gc, &gated_full);
-      gc.half = Sm90HalfTiles::kOn;
-      run_gated_case(gc, &gated_half);
-      EXPECT_EQ(gated_full, gated_half) << "gated: half tiles changed the bits";
-    }
-  // The count: the kernel's against the host's, on each cooperative tile, and none when off or on
-  // the ping-pong tile (64 rows: no half tiles).
-  for (Sm90Tile tile : cuda::moe::kSm90TileList)
-    for (Sm90HalfTiles mode : {Sm90HalfTiles::kOff, Sm90HalfTiles::kOn}) {
-      const bool cooperative = tile != Sm90Tile::kM64N128C1x1 && tile != Sm90Tile::kM64N128C1x2;
-      SCOPED_TRACE(tile_label(tile) + (mode == Sm90HalfTiles::kOn ? " half on" : " half off"));
-      Case c{Elem::kBF16, experts, rows, 520, 264, tile, counts};
-      c.half = mode;
-      std::mt19937_64 rng(99);
-      const CaseOperands g(c, rng);
-      ASSERT_TRUE(g.allocated());
-      fill_nan(g.dd.p, static_cast<size_t>(g.max_rows * c.n), nullptr);
-      const Status st = cuda::moe::launch_sm90_grouped_gemm(g.args(), nullptr);
-      ASSERT_TRUE(st.ok()) << st.to_string();
-      MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
-      g.check("half tiles");
-      const uint64_t want = cooperative && mode == Sm90HalfTiles::kOn ? expected_half_tiles(tile, counts, c.n) : 0;
-      EXPECT_EQ(g.claim_words()[4], want) << "the half tiles the kernel ran";
-    }
-  EXPECT_GT(expected_half_tiles(Sm90Tile::kM128N128C1x1, counts, 520), 0u);
-  // With the tail split: whole tiles run half, the last round's pieces full; the bits the tail
-  // split gives alone, and again from run to run.
-  std::vector<int64_t> uneven;
-  for (int e = 0; e < 36; ++e) uneven.push_back(e == 9 ? 0 : e == 20 ? 150 : 1 + (e * 17) % 40);
-  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N128C1x1}) {
-    SCOPED_TRACE(tile_label(tile) + " with the tail split");
-    Case c{Elem::kBF16, 36, total_of(uneven), 1040, 2056, tile, uneven};
-    c.tail = cuda::moe::Sm90TailSplit::kAlways;
-    std::vector<float> split, both, again;
-    uint64_t ctas = 0;
-    run_case(c, &split);
-    c.half = Sm90HalfTiles::kOn;
-    run_case(c, &both, &ctas);
-    run_case(c, &again);
-    EXPECT_EQ(ctas, expected_tail_ctas(tile, uneven, 1040, 2056, cuda::moe::Sm90TailSplit::kAlways)) << "the tail still splits";
-    ASSERT_EQ(split.size(), both.size());
-    EXPECT_EQ(std::memcmp(split.data(), both.data(), split.size() * 4), 0) << "half tiles changed the split's bits; "
-                                                                           << where_they_differ(split, both, c.n);
-    EXPECT_EQ(std::memcmp(both.data(), again.data(), both.size() * 4), 0) << "the bits changed from run to run";
-  }
-}
-
 // The overlapped gemm2 (Sm90Overlap::kSecond) runs without its setup kernel, which gemm1's stage
 // launched earlier, and its producer loads the weights of its first stages before it waits: a second
 // launch without the setup gives the first one's output on every tile, in the fixed and the claimed
@@ -863,9 +750,7 @@ TEST(Sm90GroupedGemm, SetupRejectsBadJobs) {
   refused(jobs, 2, "job 1: null offsets or scratch array");
   jobs[1] = good;
   jobs[0].split = 0x1000 | 8;  // the tail split's area 8 bytes off a 16-byte boundary
-  refused(jobs, 2, "job 0: split=4104 (the tail split's area must be 16-byte aligned");
-  jobs[0].split = cuda::moe::kSm90HalfTiles;  // a flag without its area
-  refused(jobs, 2, "job 0: split=4 (the tail split's area must be 16-byte aligned and not null");
+  refused(jobs, 2, "job 0: split=4104 (the tail split's area must be 16-byte aligned)");
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {

@@ -60,17 +60,15 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   // The knobs that exist only with the sm_90a kernels built, each GEMM's, with their values (empty:
   // not checked) and heuristic value: the stream tiles' K split (thread-block clusters); the order
   // in which the sm_90a kernels hand out tiles (claimed on the ping-pong tile while every expert fits
-  // one M tile, decided on the device); the tail split of their cooperative tiles; their half tiles.
+  // one M tile, decided on the device); the tail split of their cooperative tiles.
   struct Sm90Knob {
     const char* gemm1;
     const char* gemm2;
     std::vector<std::string> values;
-    std::string heuristic = "auto";
   };
   for (const Sm90Knob& knob : {Sm90Knob{"gemm1.split", "gemm2.split", {}},
                                Sm90Knob{"gemm1.order", "gemm2.order", {"auto", "fixed", "claimed"}},
-                               Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}},
-                               Sm90Knob{"gemm1.half", "gemm2.half", {"off", "on"}, "off"}})
+                               Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}}})
     for (const char* name : {knob.gemm1, knob.gemm2}) {
       const KnobSpec* k = find(gpu_space, name);
       if (!sm90_build) {
@@ -79,11 +77,11 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
       }
       ASSERT_NE(k, nullptr) << name;
       if (!knob.values.empty()) EXPECT_EQ(k->values, knob.values) << name;
-      EXPECT_EQ(k->heuristic, knob.heuristic) << name;
+      EXPECT_EQ(k->heuristic, "auto") << name;
     }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
-                k.name.ends_with(".order") || k.name.ends_with(".tail") || k.name.ends_with(".half"))
+                k.name.ends_with(".order") || k.name.ends_with(".tail"))
         << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no

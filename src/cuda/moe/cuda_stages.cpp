@@ -458,9 +458,6 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // stream-K where that measured faster (a few whole rounds and a sparse last one: Mixtral's gemm2
     // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
     if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
-    // Half tiles on the sm_90a cooperative tiles (Sm90HalfTiles): an expert's last M tile of at most
-    // 64 rows runs half the tensor work (docs/perf-notes.md step 33).
-    if (sm90) knobs.push_back({first ? "gemm1.half" : "gemm2.half", {"off", "on"}, "off", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -537,7 +534,6 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   a.sm_count = device_sm_count();
   a.tile_order = sm90_tile_order(knob_value(c, first ? "gemm1.order" : "gemm2.order", "auto"));
   a.tail_split = knob_value(c, first ? "gemm1.tail" : "gemm2.tail", "auto") == "off" ? Sm90TailSplit::kOff : Sm90TailSplit::kAuto;
-  a.half_tiles = knob_value(c, first ? "gemm1.half" : "gemm2.half", "off") == "on" ? Sm90HalfTiles::kOn : Sm90HalfTiles::kOff;
   if (gated) {
     a.gated_activation = g.activation;
     a.alpha = g.alpha;

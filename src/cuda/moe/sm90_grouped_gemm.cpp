@@ -63,9 +63,6 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   if (a.tail_split != Sm90TailSplit::kOff && a.tail_split != Sm90TailSplit::kAuto && a.tail_split != Sm90TailSplit::kAlways)
     return Status::InvalidArgument("sm90 grouped GEMM: tail_split=" + std::to_string(static_cast<int>(a.tail_split)) +
                                    " (0 off, 1 auto, 2 always)");
-  if (a.half_tiles != Sm90HalfTiles::kOff && a.half_tiles != Sm90HalfTiles::kOn)
-    return Status::InvalidArgument("sm90 grouped GEMM: half_tiles=" + std::to_string(static_cast<int>(a.half_tiles)) +
-                                   " (0 off, 1 on)");
   if (a.expert_offsets == nullptr || a.scratch == nullptr)
     return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
   if (reinterpret_cast<uintptr_t>(a.scratch) % kScratchAlign != 0)

@@ -65,25 +65,11 @@ enum class Sm90TileOrder : uint8_t { kFixed, kClaimed, kAuto };
 //   kAlways  wherever the CTAs outnumber the tiles left and each piece can have 8 k-tiles (tests).
 enum class Sm90TailSplit : uint8_t { kOff, kAuto, kAlways };
 
-// Half tiles (sm90_grouped_gemm_kernel.cuh, OverlapMainloop::half_mma): on the cooperative tiles
-// (kM128N256C1x1, kM128N256C1x2, kM128N128C1x1) an M tile that holds at most half the tile's rows
-// (an expert's last, partial tile) runs with the two consumer warpgroups side by side along N (each
-// its half of the columns, on the tile's first 64 rows) instead of one above the other along M (the
-// second warpgroup's 64 rows all past the expert): half the tensor work of a full tile. After the
-// mainloop the second warpgroup hands its accumulators to the first through the scratch (32 KB a
-// CTA), and the epilogue runs as for any tile. Each output is the same k-ordered sum of the same
-// wgmma k-steps, so the bits are those of the full tile. Whole tiles only: the tail split's pieces run
-// full.
-//   kOff  never.
-//   kOn   every such tile.
-enum class Sm90HalfTiles : uint8_t { kOff, kOn };
-
-// Where the claimed order's five 8-byte words (the claim counter, the lookahead, the claims the
-// last launch made, the tail split's word, the half tiles the last launch ran) lie in the scratch:
-// right after the per-group <M, N, K> shapes (three ints each), 256-byte aligned. After a launch the
-// counter is 0 again and the third word holds the number of claims made (0 under the fixed order),
-// or under a tail split the CTAs that shared the tail, and the fifth the half tiles; the tests read
-// them.
+// Where the claimed order's four 8-byte words (the claim counter, the lookahead, the claims the
+// last launch made, the tail split's word) lie in the scratch: right after the per-group <M, N, K>
+// shapes (three ints each), 256-byte aligned. After a launch the counter is 0 again and the third
+// word holds the number of claims made (0 under the fixed order), or under a tail split the CTAs
+// that shared the tail, which the tests read.
 inline constexpr size_t sm90_claim_words_offset(int experts) {
   return (static_cast<size_t>(experts) * 3 * sizeof(int) + 255) / 256 * 256;
 }
@@ -101,17 +87,12 @@ enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
 
 // The tail split's area in the scratch (each GEMM's own): kSm90SplitFlags int flags (a CTA's
 // partial is ready when its flag is not 0), then a partial tile of kSm90SplitSlotFloats float32 a
-// CTA, which half tiles also use (a CTA's whole tiles all run before its tail pieces). Its word
-// (Sm90SetupJob::split, the fourth claim word) is the area's address, 16-byte aligned, with flags
-// in the low bits: kSm90SplitTail for a tail split (Sm90TailSplit::kAuto), with kSm90SplitAlways
-// too for Sm90TailSplit::kAlways, kSm90HalfTiles for Sm90HalfTiles::kOn. 0 when neither runs.
+// CTA. Its word (Sm90SetupJob::split, the fourth claim word) is the area's address, 16-byte aligned,
+// with kSm90SplitAlways in bit 0 for Sm90TailSplit::kAlways.
 inline constexpr int kSm90SplitFlags = 1024;
 inline constexpr size_t kSm90SplitFlagBytes = kSm90SplitFlags * sizeof(int);
 inline constexpr size_t kSm90SplitSlotFloats = 128 * 256;  // the largest cooperative tile, 128 x 256
 inline constexpr unsigned long long kSm90SplitAlways = 1;
-inline constexpr unsigned long long kSm90SplitTail = 2;
-inline constexpr unsigned long long kSm90HalfTiles = 4;
-inline constexpr unsigned long long kSm90SplitFlagBits = kSm90SplitAlways | kSm90SplitTail | kSm90HalfTiles;
 inline constexpr unsigned long long kSm90SplitAddressMask = ~15ull;
 
 // One GEMM's per-group setup, as launch_sm90_setups runs it: the problem shapes, pointers, strides
@@ -128,7 +109,7 @@ struct Sm90SetupJob {
   unsigned char* d = nullptr;
   int ab_bytes = 2, d_bytes = 2;  // element sizes of A and B, and of D
   int* shapes = nullptr;          // <M, N, K> a group
-  unsigned long long* words = nullptr;  // the claim words (sm90_claim_words_offset)
+  unsigned long long* words = nullptr;  // the claim words (counter, order word, last claims)
   const void** ptr_a = nullptr;
   const void** ptr_b = nullptr;
   void** ptr_d = nullptr;
@@ -136,8 +117,8 @@ struct Sm90SetupJob {
   int64_t* stride_b = nullptr;
   int64_t* stride_d = nullptr;
   unsigned long long order = 0;  // the order word (claimed_order_word)
-  // The tail split's word (the comment on kSm90SplitFlags says what it holds; with kSm90SplitTail
-  // the setup kernel zeroes the flags), 0 for neither a tail split nor half tiles.
+  // The tail split's word (the comment on kSm90SplitFlags says what it holds; the setup kernel
+  // zeroes the flags), 0 for no split.
   unsigned long long split = 0;
 };
 
@@ -177,8 +158,6 @@ struct Sm90GemmArgs {
   bool run_gemm = true;   // enqueue the GEMM
   // The tail split (Sm90TailSplit, above). The stages set it from the gemm1.tail / gemm2.tail knobs.
   Sm90TailSplit tail_split = Sm90TailSplit::kOff;
-  // Half tiles (Sm90HalfTiles, above). The stages set it from the gemm1.half / gemm2.half knobs.
-  Sm90HalfTiles half_tiles = Sm90HalfTiles::kOff;
   // With run_setup: write the setup's job here instead of launching it (launch_sm90_setups).
   Sm90SetupJob* setup_job = nullptr;
 };

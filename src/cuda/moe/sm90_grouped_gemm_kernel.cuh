@@ -74,9 +74,8 @@ __host__ __device__ constexpr size_t align_up(size_t x) { return (x + kAlign - 1
 // successful claims hand out the tiles past the grid), so the CTA whose claim is the last one copies
 // the counter into the third word and zeroes it: a launch without its setup (an overlapped gemm2
 // replayed alone, Sm90Overlap) claims from 0 again. The fourth word is the tail split's
-// (Sm90SetupJob::split; 0: no split), also written by the setup kernel; the fifth counts the half
-// tiles the launch ran (Sm90HalfTiles; the setup kernel zeroes it), for the tests.
-constexpr int kClaimWords = 5;
+// (Sm90SetupJob::split; 0: no split), also written by the setup kernel.
+constexpr int kClaimWords = 4;
 static_assert(sizeof(UnderlyingShape) == 3 * sizeof(int), "sm90_claim_words_offset counts three ints a group shape");
 __host__ __device__ constexpr size_t claim_words_offset(int experts) { return sm90_claim_words_offset(experts); }
 static_assert(claim_words_offset(5) == align_up(5 * sizeof(UnderlyingShape)));
@@ -113,20 +112,6 @@ struct OverlapEntry {
     }
   }
 };
-
-// How a half tile (Sm90HalfTiles) reaches the mainloop, to which CUTLASS's kernel hands only the
-// k-tile count of each tile (from the scheduler's get_work_k_tile_count): the count plus
-// kHalfTileBias. The kernel also advances its pipeline states by that count, and PipelineState::
-// advance(k + 2 S m) leaves index and phase as advance(k) does for S stages (the index is taken
-// modulo S, the phase flips with the parity of (index + k) / S, and 2 S m adds an even number to that
-// quotient); only the unused count_ differs. So the bias is a multiple of 2 S for every S up to 16
-// (2 lcm(1..16)), and OverlapMainloop takes it off before CUTLASS's load(), mma() and mma_tail()
-// see the count (is_half_tile_count, real_k_tile_count).
-constexpr int kHalfTileBias = 2 * 720720;
-CUTLASS_HOST_DEVICE constexpr bool is_half_tile_count(int k_tile_count) { return k_tile_count >= kHalfTileBias; }
-CUTLASS_HOST_DEVICE constexpr int real_k_tile_count(int k_tile_count) {
-  return is_half_tile_count(k_tile_count) ? k_tile_count - kHalfTileBias : k_tile_count;
-}
 
 template <class GroupShape, int Stages>
 class ClaimedOrderScheduler : private OverlapEntry,
@@ -168,8 +153,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
   using typename Base::WorkTileInfo;
 
   // The CTA's first tile (every thread calls this, before the roles split). Under a tail split the
-  // fixed order's units replace CUTLASS's tiles (split_plan); with half tiles each tile is marked
-  // (mark_half) here and in advance_to_next_work.
+  // fixed order's units replace CUTLASS's tiles (split_plan).
   template <class ClusterShape>
   CUTLASS_DEVICE auto initial_work_tile_info(ClusterShape cluster_shape) {
     // The tail split's word is loaded beside CUTLASS's own first loads, so that a launch without a
@@ -178,11 +162,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto work = Base::initial_work_tile_info(cluster_shape);
     if (split == 0) return work;
     read_words();
-    // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
-    unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
-                ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
-                : uint64_t(blockIdx.x) * uint64_t(gridDim.y) + uint64_t(blockIdx.y);
-    if (participants_ == 0) return mark_half(work);
+    if (participants_ == 0) return work;
     // CUTLASS's tile lookup walks the groups forward only, and the plan's first unit may lie before
     // the tile it just looked up (a tail that starts in the first round): start over from a freshly
     // constructed scheduler.
@@ -190,7 +170,11 @@ class ClaimedOrderScheduler : private OverlapEntry,
     // The third claim word is free under the fixed order: the CTAs that share the tail, for the tests.
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
       reinterpret_cast<volatile unsigned long long*>(claim_words(this->scheduler_params.problem_shapes_))[2] = participants_;
-    return mark_half(work_for_unit(unit_));
+    // CUTLASS's first linear index for this CTA (its constructor's; the member is private).
+    unit_ = this->scheduler_params.raster_order_ == Base::RasterOrder::AlongN
+                ? uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x)
+                : uint64_t(blockIdx.x) * uint64_t(gridDim.y) + uint64_t(blockIdx.y);
+    return work_for_unit(unit_);
   }
 
   template <class Pipeline, class PipelineState>
@@ -200,14 +184,10 @@ class ClaimedOrderScheduler : private OverlapEntry,
     read_words();
     if (participants_ != 0) {  // the fixed order over the tail split's units (the claimed order does not split)
       unit_ += grid_ctas() * advance_count;
-      return publish(pipeline, state, mark_half(work_for_unit(unit_)));  // work_for_unit: the whole warp (it shuffles)
+      return publish(pipeline, state, work_for_unit(unit_));  // work_for_unit: the whole warp (it shuffles)
     }
-    if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages)) {
-      if (!half_) return Base::advance_to_next_work(pipeline, state, advance_count);
-      // CUTLASS's fixed order, as its advance_to_next_work walks it, with the half tiles marked.
-      unit_ += grid_ctas() * advance_count;
-      return publish(pipeline, state, mark_half(this->get_current_work_for_linear_idx(unit_)));
-    }
+    if (lookahead_ == 0 || lookahead_ >= static_cast<uint32_t>(Stages))
+      return Base::advance_to_next_work(pipeline, state, advance_count);
     if (state.count() >= lookahead_) {
       // The producer state of slot (state - lookahead) one round on: waiting on it waits until every
       // consumer has released that slot (a pure wait on its empty barrier; nothing is acquired).
@@ -223,7 +203,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto work = this->get_current_work_for_linear_idx(grid + claim);  // the whole warp: it shuffles
     // The launch's last claim resets the counter (kClaimWords says why it is the last).
     if (claim + 1 == tiles_ && cutlass::canonical_lane_idx() == 0) words[2] = atomicExch(words, 0ull);
-    return publish(pipeline, state, mark_half(work));
+    return publish(pipeline, state, work);
   }
 
   // Hands `work` to the CTA's consumers through the scheduler pipeline, as CUTLASS's own
@@ -251,10 +231,8 @@ class ClaimedOrderScheduler : private OverlapEntry,
   //
   // A piece carries its place in WorkTileInfo::is_valid_tile, which the kernel only tests for zero:
   // bit 30 set; bits 0-9 its first k-tile, 10-19 its k-tiles, 20-27 its CTA, 28 whether it reduces.
-  // Whole tiles keep CUTLASS's 1, with kHalfFlag (bit 29) for a half tile (mark_half). The kernel
-  // asks the static functions below by name.
+  // Whole tiles keep CUTLASS's 1. The kernel asks the static functions below by name.
   static constexpr uint32_t kPieceFlag = 1u << 30;
-  static constexpr uint32_t kHalfFlag = 1u << 29;
   static constexpr uint32_t kMinPiece = 8;  // k-tiles: a piece's fixed costs (pipeline fill, partial) stay small
   struct Piece {
     bool split;
@@ -268,12 +246,9 @@ class ClaimedOrderScheduler : private OverlapEntry,
   }
 
   template <class ProblemShape_MNKL, class TileShape>
-  // A half tile's count carries kHalfTileBias (the comment there says why that is safe).
   CUTLASS_HOST_DEVICE static int get_work_k_tile_count(WorkTileInfo const& w, ProblemShape_MNKL problem_shape, TileShape tile_shape) {
     const Piece p = piece_of(w);
-    if (p.split) return static_cast<int>(p.k_count);
-    const int k = Base::get_work_k_tile_count(w, problem_shape, tile_shape);
-    return (static_cast<uint32_t>(w.is_valid_tile) & kHalfFlag) != 0 ? k + kHalfTileBias : k;
+    return p.split ? static_cast<int>(p.k_count) : Base::get_work_k_tile_count(w, problem_shape, tile_shape);
   }
   CUTLASS_HOST_DEVICE static uint32_t get_work_k_tile_start(WorkTileInfo const& w) { return piece_of(w).k_start; }
   // Only a tile's reducing piece stores it.
@@ -290,7 +265,6 @@ class ClaimedOrderScheduler : private OverlapEntry,
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(typename Base::Params const& params, WorkTileInfo const& w, FrgTensorC& accumulators,
                                    uint32_t, uint32_t) {
-    if ((static_cast<uint32_t>(w.is_valid_tile) & kHalfFlag) != 0) return join_half(params, accumulators);
     const Piece p = piece_of(w);
     if (!p.split || (p.reduces && p.k_start == 0)) return;
     constexpr int kConsumers = 2 * cutlass::NumThreadsPerWarpGroup;
@@ -337,63 +311,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     if (t < static_cast<int>(p.cta - c)) flags[c + static_cast<uint32_t>(t)] = 0;
   }
 
-  // ---- Half tiles (Sm90HalfTiles) ----
-  // After a half tile's mainloop (OverlapMainloop::half_mma) each consumer warpgroup holds the tile's
-  // first 64 rows for its half of the columns, in the first half of its accumulators (the wgmma
-  // fragment of an m64nN/2 atom is the first half of the m64nN one's: 8-column groups in order). The
-  // epilogue expects MMA warpgroup 0 to hold those rows for all columns (and MMA warpgroup 1 the rows
-  // past the expert, which it does not write): MMA warpgroup 1 puts its half in its CTA's slot of the
-  // tail split's area, MMA warpgroup 0 reads it into its second half. The MMA warpgroup is the
-  // kernel's mma_thread_idx (threadIdx.x % 256) / 128: the second consumer warpgroup (threads
-  // 256-383) is MMA warpgroup 0, the first (128-255) MMA warpgroup 1. The consumer warpgroups.
-  template <class FrgTensorC>
-  CUTLASS_DEVICE static void join_half(typename Base::Params const& params, FrgTensorC& accumulators) {
-    constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
-    constexpr int kHalf = kValues / 2;
-    constexpr int kThreads = cutlass::NumThreadsPerWarpGroup;
-    static_assert(kHalf % 4 == 0 && kHalf * kThreads <= kSm90SplitSlotFloats, "half a tile must fit one slot");
-    auto* words = claim_words(params.problem_shapes_);
-    char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & kSm90SplitAddressMask));
-    const uint64_t cta = uint64_t(blockIdx.x) + uint64_t(blockIdx.y) * uint64_t(gridDim.x);
-    float4* slot = reinterpret_cast<float4*>(area + kSm90SplitFlagBytes) + cta * (kSm90SplitSlotFloats / 4);
-    const int t = static_cast<int>(threadIdx.x) % (2 * kThreads);  // the kernel's mma_thread_idx
-    const int i = t % kThreads;
-    using cutlass::arch::NamedBarrier;
-    constexpr uint32_t kBarrier = static_cast<uint32_t>(cutlass::arch::ReservedNamedBarriers::StreamkBarrier0);
-    if (t >= kThreads) {  // MMA warpgroup 1: columns N/2 .. N - 1 of the first 64 rows
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kHalf / 4; ++j)
-        __stcg(slot + j * kThreads + i, make_float4(accumulators(4 * j), accumulators(4 * j + 1), accumulators(4 * j + 2), accumulators(4 * j + 3)));
-    }
-    NamedBarrier::sync(2 * kThreads, kBarrier);  // orders the stores before the loads (CTA scope)
-    if (t == 0) atomicAdd(words + 4, 1ull);  // the launch's half tiles (kClaimWords)
-    if (t < kThreads) {  // MMA warpgroup 0: the first 64 rows, which the epilogue writes
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kHalf / 4; ++j) {
-        const float4 v = __ldcg(slot + j * kThreads + i);
-        accumulators(kHalf + 4 * j) = v.x;
-        accumulators(kHalf + 4 * j + 1) = v.y;
-        accumulators(kHalf + 4 * j + 2) = v.z;
-        accumulators(kHalf + 4 * j + 3) = v.w;
-      }
-    }
-    NamedBarrier::sync(2 * kThreads, kBarrier);  // the slot is read before the next half tile writes it
-  }
-
  private:
-  // A whole tile of at most half the tile's rows gets kHalfFlag when the word asks for half tiles (the
-  // kernel is then cooperative: setup_job sets the flag for no other), unless its k-tiles would reach
-  // kHalfTileBias (K past 92 million).
-  CUTLASS_DEVICE WorkTileInfo mark_half(WorkTileInfo w) const {
-    if (!half_ || !w.is_valid() || (static_cast<uint32_t>(w.is_valid_tile) & kPieceFlag) != 0) return w;
-    const int cta_m = this->scheduler_params.cta_shape_.m(), cta_k = this->scheduler_params.cta_shape_.k();
-    const auto shape = this->scheduler_params.problem_shapes_.problem_shapes[w.L_idx];
-    const int rows = cute::get<0>(shape) - w.M_idx * cta_m;
-    if (2 * rows <= cta_m && (cute::get<2>(shape) + cta_k - 1) / cta_k < kHalfTileBias)
-      w.is_valid_tile = static_cast<int32_t>(static_cast<uint32_t>(w.is_valid_tile) | kHalfFlag);
-    return w;
-  }
-
   // The persistent grid's CTAs (CUTLASS's total_grid_size_, which is private).
   CUTLASS_DEVICE static uint64_t grid_ctas() { return uint64_t(gridDim.x) * uint64_t(gridDim.y) * uint64_t(gridDim.z); }
 
@@ -408,9 +326,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
     auto* words = claim_words(shapes);
     lookahead_ = read_lookahead(shapes, words);
     tiles_ = count_tiles(shapes, this->scheduler_params.cta_shape_.m(), this->scheduler_params.cta_shape_.n());
-    const unsigned long long word = reinterpret_cast<const volatile unsigned long long*>(words)[3];
-    half_ = (word & kSm90HalfTiles) != 0;
-    split_plan(word);
+    split_plan(reinterpret_cast<const volatile unsigned long long*>(words)[3]);
   }
 
   // The fixed order over units: whole tiles for the full rounds (tiles / grid of them per CTA), then
@@ -425,7 +341,7 @@ class ClaimedOrderScheduler : private OverlapEntry,
   CUTLASS_DEVICE void split_plan(unsigned long long word) {
     participants_ = 0;
     const uint64_t grid = grid_ctas();
-    if ((word & kSm90SplitTail) == 0 || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
+    if (word == 0 || lookahead_ != 0 || tiles_ == 0 || grid > 256) return;
     const auto& shapes = this->scheduler_params.problem_shapes_;
     const int cta_k = this->scheduler_params.cta_shape_.k();
     k_tiles_ = static_cast<uint32_t>((cute::get<2>(shapes.problem_shapes[0]) + cta_k - 1) / cta_k);
@@ -474,7 +390,6 @@ class ClaimedOrderScheduler : private OverlapEntry,
     return w;
   }
 
-  bool half_ = false;          // half tiles (Sm90HalfTiles::kOn)
   uint32_t participants_ = 0;  // P, the CTAs that share the tail (0: no split)
   uint32_t k_tiles_ = 0;       // k-tiles a whole tile
   uint64_t whole_ = 0;         // units (= tiles) before the tail
@@ -590,7 +505,6 @@ struct OverlapMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     using namespace cute;
-    k_tile_count = real_k_tile_count(k_tile_count);  // a half tile loads as any other
     if (params.overlap != static_cast<int>(Sm90Overlap::kSecond) || waited_) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, input_tensormaps, blk_coord, k_tile_iter, k_tile_count,
                  thread_idx, block_rank_in_cluster, shared_tensors);
@@ -647,111 +561,7 @@ struct OverlapMainloop : Base {
     }
   }
 
-  // The consumers' mainloop: CUTLASS's, or half_mma on a half tile (Sm90HalfTiles: the scheduler's
-  // count says so, kHalfTileBias).
-  template <class FrgTensorC>
-  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
-                          int thread_idx, TensorStorage& shared_tensors, Params const& params) {
-    if constexpr (kCanHalve) {
-      if (is_half_tile_count(k_tile_count)) {
-        half_mma(pipeline, smem_pipe_read, accum, real_k_tile_count(k_tile_count), thread_idx, shared_tensors);
-        return;
-      }
-    }
-    Base::mma(pipeline, smem_pipe_read, accum, real_k_tile_count(k_tile_count), thread_idx, shared_tensors, params);
-  }
-  CUTLASS_DEVICE void mma_tail(MainloopPipeline pipeline, PipelineState smem_pipe_release, int k_tile_count) {
-    Base::mma_tail(pipeline, smem_pipe_release, real_k_tile_count(k_tile_count));
-  }
-
  private:
-  static constexpr int kTileM = cute::size<0>(typename Base::TileShape{});
-  static constexpr int kTileN = cute::size<1>(typename Base::TileShape{});
-  static_assert(kHalfTileBias % (2 * DispatchPolicy::Stages) == 0, "kHalfTileBias must leave the pipeline states as they are");
-  // The cooperative tiles: two warpgroups along M (64 rows each).
-  static constexpr bool kCanHalve = cute::size(typename Base::TiledMma{}) == 2 * cutlass::NumThreadsPerWarpGroup && kTileM == 128;
-  // The half tile's MMA: an m64 x N/2 atom a warpgroup, the two side by side along N.
-  using HalfTiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<typename Base::ElementA, typename Base::ElementB, float,
-                                 Shape<_64, Int<kTileN / 2>, cute::remove_cvref_t<decltype(cute::get<2>(typename Base::TileShape{}))>>,
-                                 cute::GMMA::Major::K, cute::GMMA::Major::K>(),
-      Layout<Shape<_1, _2, _1>>{}));
-
-  // CUTLASS's mainloop (Base::mma: the same waits, MMAs in flight and releases) on the half tile's
-  // MMA: both warpgroups read A's first 64 rows, MMA warpgroup w B's columns [w N/2, (w + 1) N/2).
-  // Its accumulators are the first half of `accum`'s registers, viewed in place
-  // (ClaimedOrderScheduler::join_half says why that is their place): a separate fragment copied
-  // over cost the registers that let the wgmma pipeline run (ptxas serialized it, C7511).
-  template <class FrgTensorC>
-  CUTLASS_DEVICE void half_mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
-                               int thread_idx, TensorStorage& shared_tensors) {
-    using namespace cute;
-    auto sA_all = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    auto sA = logical_divide(sA_all, make_tile(Layout<_64>{}))(make_coord(_, _0{}), _, _);  // (64,BLK_K,PIPE)
-    auto sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});      // (BLK_N,BLK_K,PIPE)
-    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
-    HalfTiledMma tiled_mma;
-    auto thread_mma = tiled_mma.get_slice(warp_group_idx * cutlass::NumThreadsPerWarpGroup);
-    auto tCsA = thread_mma.partition_A(sA);  // (MMA,1,MMA_K,PIPE)
-    auto tCsB = thread_mma.partition_B(sB);  // (MMA,1,MMA_K,PIPE): this warpgroup's half
-    auto tCrA = thread_mma.make_fragment_A(tCsA);
-    auto tCrB = thread_mma.make_fragment_B(tCsB);
-    using HalfFragment = decltype(partition_fragment_C(tiled_mma, Shape<_64, Int<kTileN>>{}));  // (MMA,1,1)
-    auto acc = make_tensor(accum.data(), typename HalfFragment::layout_type{});
-    static_assert(2 * decltype(size(acc))::value == decltype(size(accum))::value, "half the accumulators");
-    static_assert(decltype(cosize(typename FrgTensorC::layout_type{}))::value == decltype(size(accum))::value,
-                  "accum's registers compact: value i in register i");
-    CUTE_STATIC_ASSERT_V(size<1>(tCsA) == Int<1>{});
-    CUTE_STATIC_ASSERT_V(size<1>(tCsB) == Int<1>{});
-
-    constexpr int kPipeMmas = Base::K_PIPE_MMAS;
-    PipelineState smem_pipe_release = smem_pipe_read;
-    const int prologue_mma_count = min(kPipeMmas, k_tile_count);
-    tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
-    warpgroup_fence_operand(acc);
-    if (k_tile_count > 0) {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int read_stage = smem_pipe_read.index();
-      warpgroup_arrive();
-      CUTLASS_PRAGMA_UNROLL
-      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
-        cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB(_, _, k_block, read_stage), acc);
-        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
-      ++smem_pipe_read;
-    }
-    warpgroup_fence_operand(acc);
-    CUTLASS_PRAGMA_UNROLL
-    for (int k = prologue_mma_count - 1; k > 0; --k) {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int read_stage = smem_pipe_read.index();
-      warpgroup_arrive();
-      cute::gemm(tiled_mma, tCrA(_, _, _, read_stage), tCrB(_, _, _, read_stage), acc);
-      warpgroup_commit_batch();
-      ++smem_pipe_read;
-    }
-    warpgroup_fence_operand(acc);
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (int left = k_tile_count - prologue_mma_count; left > 0; --left) {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int read_stage = smem_pipe_read.index();
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      cute::gemm(tiled_mma, tCrA(_, _, _, read_stage), tCrB(_, _, _, read_stage), acc);
-      warpgroup_commit_batch();
-      warpgroup_wait<kPipeMmas>();
-      warpgroup_fence_operand(acc);
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_read;
-      ++smem_pipe_release;
-    }
-    warpgroup_fence_operand(acc);
-  }
-
   bool waited_ = false;  // the first tile's wait is done (the producer warp's copy of the mainloop)
 };
 
@@ -930,15 +740,11 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
-  // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work);
-  // half tiles on every cooperative tile (the two warpgroups of one CTA share a tile).
-  constexpr bool cooperative = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule>;
-  constexpr bool can_split = cooperative && cute::size(typename Cfg::ClusterShape{}) == 1;
-  unsigned long long flags = 0;
+  // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work).
+  constexpr bool can_split = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule> &&
+                             cute::size(typename Cfg::ClusterShape{}) == 1;
   if (can_split && a.tail_split != Sm90TailSplit::kOff)
-    flags |= kSm90SplitTail | (a.tail_split == Sm90TailSplit::kAlways ? kSm90SplitAlways : 0ull);
-  if (cooperative && a.half_tiles == Sm90HalfTiles::kOn) flags |= kSm90HalfTiles;
-  if (flags != 0) j.split = reinterpret_cast<unsigned long long>(base + lay.split) | flags;
+    j.split = reinterpret_cast<unsigned long long>(base + lay.split) | (a.tail_split == Sm90TailSplit::kAlways ? kSm90SplitAlways : 0ull);
   return j;
 }
 

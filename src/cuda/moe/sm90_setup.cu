@@ -26,9 +26,8 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
     j.words[1] = j.order;
     j.words[2] = 0;
     j.words[3] = j.split;
-    j.words[4] = 0;
   }
-  if ((j.split & kSm90SplitTail) != 0) {  // the tail split's flags (a CTA's partial is ready when its flag is not 0)
+  if (j.split != 0) {  // the tail split's flags (a CTA's partial is ready when its flag is not 0)
     int* flags = reinterpret_cast<int*>(j.split & kSm90SplitAddressMask);
     for (int i = e; i < kSm90SplitFlags; i += gridDim.x * blockDim.x) flags[i] = 0;
   }
@@ -65,8 +64,8 @@ Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* s
     if (j.offsets == nullptr || j.shapes == nullptr || j.words == nullptr || j.ptr_a == nullptr || j.ptr_b == nullptr ||
         j.ptr_d == nullptr || j.stride_a == nullptr || j.stride_b == nullptr || j.stride_d == nullptr)
       return Status::InvalidArgument(which() + "null offsets or scratch array");
-    if ((j.split & ~(kSm90SplitAddressMask | kSm90SplitFlagBits)) != 0 || (j.split != 0 && (j.split & kSm90SplitAddressMask) == 0))
-      return Status::InvalidArgument(which() + "split=" + std::to_string(j.split) + " (the tail split's area must be 16-byte aligned and not null, its flags in bits 0-2)");
+    if ((j.split & ~(kSm90SplitAddressMask | kSm90SplitAlways)) != 0)
+      return Status::InvalidArgument(which() + "split=" + std::to_string(j.split) + " (the tail split's area must be 16-byte aligned)");
     experts = std::max(experts, j.experts);
   }
   const dim3 grid((experts + kSetupThreads - 1) / kSetupThreads, count);
