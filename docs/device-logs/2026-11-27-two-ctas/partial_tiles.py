@@ -29,8 +29,8 @@ def uniform_tiles(e, k, t, tm, draws=8):
     return total / draws
 
 def main(d):
-    print("| preset | T | rows an expert | M tiles executed / needed (uniform) | gemm1 µs uniform / balanced | TFLOP/s routed, uniform / balanced | TFLOP/s executed, uniform / balanced |")
-    print("|---|---|---|---|---|---|---|")
+    print("| preset | T | rows an expert | M tiles executed / needed (uniform) | gemm1 µs uniform / balanced | TFLOP/s routed, uniform / balanced | TFLOP/s executed, uniform / balanced | extra time / extra tiles |")
+    print("|---|---|---|---|---|---|---|---|")
     for p, (e, k, h, i) in PRESETS.items():
         g = {}
         for pop in ("uniform", "balanced"):
@@ -48,8 +48,11 @@ def main(d):
             fl = 2.0 * routed * n * kk
             fu, fb = 2.0 * tu * tm * n * kk, 2.0 * tb * tm * n * kk
             us_u, us_b = g[(t, "uniform")], g[(t, "balanced")]
+            # How much of a full tile's time each extra tile of random routing costs: the time's
+            # relative increase over the tiles' (only where random routing adds 5% tiles or more).
+            share = f"{(us_u / us_b - 1) / (tu / tb - 1):.2f}" if tu / tb >= 1.05 else "-"
             print(f"| {p} | {t} | {routed / e:.0f} | {tu:.0f} / {need:.0f} (+{100 * (tu / need - 1):.0f}%), balanced {tb} | "
-                  f"{us_u:.1f} / {us_b:.1f} | {fl / us_u / 1e6:.0f} / {fl / us_b / 1e6:.0f} | {fu / us_u / 1e6:.0f} / {fb / us_b / 1e6:.0f} |")
+                  f"{us_u:.1f} / {us_b:.1f} | {fl / us_u / 1e6:.0f} / {fl / us_b / 1e6:.0f} | {fu / us_u / 1e6:.0f} / {fb / us_b / 1e6:.0f} | {share} |")
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else ".")
