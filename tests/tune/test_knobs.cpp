@@ -134,11 +134,12 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   EXPECT_NE(qwen.second, sm90_tile);
 }
 
-// Above 32 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements keep
+// Above 48 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements keep
 // the 64 x 128 tile (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows; 3.1M and 1.6M) both,
 // GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); at 128 rows (Qwen3 T=2048) 128 x 256;
-// DeepSeek-V3 T=1024 (29M and 15M) and Mixtral T=256 (117M and 59M) 128 x 256.
-TEST(Knobs, SmallExpertsAt33To64RowsKeepThe64x128Tile) {
+// DeepSeek-V3 T=1024 (29M and 15M) and Mixtral T=256 (117M and 59M) 128 x 256. (From 33 to 48 rows
+// every expert keeps it: The64x128TileRunsWithoutItsClusterUpTo48Rows.)
+TEST(Knobs, SmallExpertsAt49To64RowsKeepThe64x128Tile) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
   const std::string mid = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
@@ -150,18 +151,23 @@ TEST(Knobs, SmallExpertsAt33To64RowsKeepThe64x128Tile) {
   EXPECT_EQ(tiles("mixtral-8x7b", 256), std::make_pair(large, large));
 }
 
-// Up to 32 rows per expected expert every expert takes the 64 x 128 tile without a cluster, where the
-// automatic tile order can claim tiles (moe_launch.h, docs/perf-notes.md step 24): DeepSeek-V3 at
-// T = 256, 300, 512 (16 to 32 rows of 128 expected experts), Qwen3 at T = 256, 512, Mixtral at T=64
-// (16 rows), GPT-OSS T=1024 (32 rows) both GEMMs. The 1 x 2 cluster stays in the tuner's space.
-TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo32Rows) {
+// Up to 48 rows per expected expert every expert takes the 64 x 128 tile without a cluster, where the
+// automatic tile order can claim tiles (moe_launch.h, docs/perf-notes.md steps 24 and 34): DeepSeek-V3
+// at T = 256, 300, 512, 768 (16 to 48 rows of 128 expected experts), Qwen3 at T = 256, 512, Mixtral at
+// T = 64, 144, 192 (16, 36, 48 rows), GPT-OSS T = 1024, 1536 (32, 48 rows) both GEMMs. One row more
+// and the large experts (12M elements or more) take 128 x 256: DeepSeek-V3 T=784 (49 rows) both,
+// Mixtral T=196 (49) both, GPT-OSS T=1568 (49) gemm1. The 1 x 2 cluster stays in the tuner's space.
+TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo48Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string single = "sm90_m64n128k128_c1x1";
-  for (int64_t t : {256, 300, 512}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
+  const std::string single = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
+  for (int64_t t : {256, 300, 512, 768}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
   for (int64_t t : {256, 512}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(single, single)) << t;
-  EXPECT_EQ(tiles("mixtral-8x7b", 64), std::make_pair(single, single));
-  EXPECT_EQ(tiles("gpt-oss-120b", 1024), std::make_pair(single, single));
+  for (int64_t t : {64, 144, 192}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {1024, 1536}) EXPECT_EQ(tiles("gpt-oss-120b", t), std::make_pair(single, single)) << t;
+  EXPECT_EQ(tiles("deepseek-v3", 784), std::make_pair(large, large));
+  EXPECT_EQ(tiles("mixtral-8x7b", 196), std::make_pair(large, large));
+  EXPECT_EQ(tiles("gpt-oss-120b", 1568), std::make_pair(large, single));
   MoeProblem p = find_preset("qwen3-30b-a3b")->problem;
   p.quant = QuantScheme::kNone;
   const auto space = knob_space({p, 256, {}}, *DeviceTarget::named("sm90"));

@@ -257,8 +257,16 @@ struct GemmArgs {
 // (T = 16..512), GPT-OSS -1.4..-2.2% (T = 32..512), DeepSeek-V3 -0.7..-1.6% (T = 16..256; from
 // T=300 its large experts had dropped the cluster already), Mixtral -1.4% at T=32 and level
 // (-0.3..+0.1%) at T = 64..128.
+// The limit was 32 rows until step 34 (docs/perf-notes.md): measured on an H100 (call 6 of
+// docs/device-logs/2026-11-27-two-ctas/, two turns each, the layer with both GEMMs on each tile) the
+// 64 x 128 tile was faster than 128 x 256 at every point that the limit of 48 moves: Mixtral T = 144
+// .. 192 (36-48 rows) -6.5..-7.0%, DeepSeek-V3 T = 576 .. 704 (36-44 expected rows) -3.4..-4.5% and
+// T=768 (48) level, GPT-OSS T = 1152 .. 1408 (gemm1, 36-44 rows) -3.1% and T=1536 (48) -0.7%. Up to
+// 48 rows (mean plus two standard deviations under 64 at uniform routing) an expert rarely needs a
+// second 64-row M tile, which is what made the 64 x 128 tile lose at 64 rows (Mixtral T=256 on the
+// H200 1009 against 803 µs, step 14; on an H100 +1.7%, step 34). Not yet measured on an H200.
 inline constexpr int64_t kSm90MinRows = 64;
-inline constexpr double kSm90SmallTileMaxRows = 32;
+inline constexpr double kSm90SmallTileMaxRows = 48;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
 // every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain

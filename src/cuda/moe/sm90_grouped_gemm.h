@@ -26,8 +26,10 @@ namespace moekit::cuda::moe {
 //   kM128N128  128 x 128 x 128 tiles, cooperative: up to 128 rows an expert in one M tile (each
 //              weight tile read by one CTA), with kM64N128's k-block. Built to test whether reading
 //              256 contiguous bytes of each weight row a stage (kM128N256 reads 128) streams the
-//              weights faster: it does not (H100, docs/perf-notes.md step 18). It wins for small
-//              experts at 33-64 rows each (Qwen3 T=1024 -4%), where the heuristic takes it.
+//              weights faster: it does not (H100, docs/perf-notes.md step 18). It won for small
+//              experts at 33-64 rows each on an H100 (Qwen3 T=1024 -4%) and was the heuristic's
+//              choice there until the 64 x 128 tile measured faster on the H200 (step 20 h); a
+//              tuner candidate since.
 // C1x2 clusters multicast each A (routed rows) tile to the two CTAs of an M tile; C1x1 multicasts
 // nothing. No 2 x 1 cluster (each B tile multicast to the two CTAs of an N tile, the shape PyTorch's
 // grouped_mm builds): CUTLASS's group scheduler rounds each expert's tiles up to the cluster along
