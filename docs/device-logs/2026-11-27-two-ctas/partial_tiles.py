@@ -14,8 +14,9 @@ PRESETS = {  # E, K, H, I
 }
 
 def tile_m(preset, t):
-    # The heuristic's gemm1 tile at these points (`moekit explain --arch sm90`): the 64 x 128 tile
-    # for Qwen3 and GPT-OSS up to T = 1024, else 128 x 256.
+    # The heuristic's gemm1 tile at these points when call 3 ran (12e6eec, before step 34 f's
+    # 48-row rule; `moekit explain --arch sm90`): the 64 x 128 tile for Qwen3 and GPT-OSS up to
+    # T = 1024, else 128 x 256. (Under the 48-row rule GPT-OSS T=1536's gemm1 takes 64 x 128.)
     return 64 if preset != "mixtral-8x7b" and t <= 1024 else 128
 
 def uniform_tiles(e, k, t, tm, draws=8):
