@@ -337,7 +337,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
-    if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert))
+    if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
+        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && n * k >= kSm90HugeExpert))
       return GemmTile::kSm90M64N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -547,11 +548,13 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 
 // Whether gemm2's first weight stages stream under gemm1's tail (Sm90Overlap; docs/perf-notes.md
 // step 27 c): both GEMMs on the sm_90a kernel, PDL on, and gemm2 on the 64 x 128 tile without a
-// cluster at up to 32 routed rows an expert, where every expert keeps to one M tile and the claimed
-// order runs. Measured on an H100 there: Qwen3-30B-A3B T=64 -1.6% and T=256 -1.4% a layer, GPT-OSS,
-// Mixtral and DeepSeek-V3 -0.1..-0.3%; at 64 rows an expert (Qwen3 T=1024) +0.3%, on the 128 x 256
-// tile up to +1.4% (Mixtral T=1024). Both setups then run as one kernel (step 28: up to 0.5% more at
-// Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
+// cluster at up to 32 routed rows an expected expert, where nearly every expert keeps to one M tile
+// and the claimed order runs, or up to 48 where gemm2's expert weight is small
+// (sm90_overlap_max_rows_per_expert, moe_launch.h). Measured on an H100 up to 32 rows: Qwen3-30B-A3B
+// T=64 -1.6% and T=256 -1.4% a layer, GPT-OSS, Mixtral and DeepSeek-V3 -0.1..-0.3%; at 64 rows an
+// expert (Qwen3 T=1024) +0.3%, on the 128 x 256 tile up to +1.4% (Mixtral T=1024); at 34-48 rows
+// (step 35 b) Qwen3 -2.5%, GPT-OSS -0.5%, DeepSeek-V3 +0.9..+2.4%. Both setups then run as one kernel
+// (step 28: up to 0.5% more at Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
 [[maybe_unused]] bool sm90_overlap(const StageContext& c) {
   static const bool allowed = [] {
     const char* v = std::getenv("MOEKIT_SM90_OVERLAP");
@@ -561,7 +564,8 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   const int64_t rows = max_rows(c);
   const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
   // No rows (T = 0): each GEMM returns before its setup, so there is no pair to set up.
-  return rows > 0 && rows <= kSm90OverlapMaxRowsPerExpert * active;
+  const int64_t limit = sm90_overlap_max_rows_per_expert(gemm_n(c.problem, false) * gemm_k(c.problem, false));
+  return rows > 0 && rows <= limit * active;
 }
 
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {

@@ -267,11 +267,27 @@ struct GemmArgs {
 // H200 1009 against 803 µs, step 14; on an H100 +1.7%, step 34). Not yet measured on an H200.
 inline constexpr int64_t kSm90MinRows = 64;
 inline constexpr double kSm90SmallTileMaxRows = 48;
+// Experts of kSm90HugeExpert elements or more (N x K: Mixtral-8x7B's 117M and 59M, no other public
+// preset's) keep the 64 x 128 tile without a cluster further, up to kSm90HugeExpertSmallTileMaxRows
+// rows per expected expert. Measured on an H100 (docs/perf-notes.md step 35 a, the layer with both
+// GEMMs forced onto it against the heuristic's 128 x 256, two turns): Mixtral T = 208 .. 248 (52-62
+// rows) -0.9..-7.2%, the most (-6.6..-7.2%) where the busiest expert held 64 rows or fewer (57, 60)
+// and -0.9..-3.7% where it held 68-72 (a second M tile); T=256 (64 rows) +1.7% (step 34, call 5).
+// The next experts in size do not gain there: DeepSeek-V3 (29M and 15M) T = 800 .. 896 (50-56 rows)
+// +1.1, -2.4, +1.0%; GPT-OSS gemm1 (17M) T = 1600 .. 1792 -0.7, -0.2, +2.9%.
+inline constexpr int64_t kSm90HugeExpert = int64_t{48} << 20;
+inline constexpr double kSm90HugeExpertSmallTileMaxRows = 62;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
 // every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain
 // at every such point of the four presets, +0.3% at 64 rows (Qwen3 T=1024).
 inline constexpr int64_t kSm90OverlapMaxRowsPerExpert = 32;
+// Where gemm2's expert weight is below kSm90LargeExpert (below), up to this many. Measured on an H100
+// (docs/perf-notes.md step 35 b, limit 48 against 32 in one binary, two turns) at 34-48 rows: Qwen3
+// (gemm2 1.6M) T = 544, 640, 768 -2.4..-2.5%, GPT-OSS (8.3M) T = 1152 .. 1536 -0.3..-0.7%; the large
+// gemm2s did not gain: Mixtral (59M) T = 144 .. 192 -0.2..+0.4%, DeepSeek-V3 (15M, uneven experts)
+// T = 576 .. 768 +0.9..+2.4%.
+inline constexpr int64_t kSm90OverlapSmallExpertMaxRows = 48;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
 // on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and
@@ -280,6 +296,10 @@ inline constexpr int64_t kSm90OverlapMaxRowsPerExpert = 32;
 // against 1404 us, Mixtral T=32 990 / 995), level or slower below (Mixtral T=8 921 / 921, DeepSeek-V3
 // T=4 837 / 829, GPT-OSS T=8 550 / 535, T=4 302 / 288), within 0.4% at GPT-OSS T=16 (927 / 923).
 inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
+// The overlapped pair's limit for a gemm2 whose expert weight holds `gemm2_weight` (N x K) elements.
+inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) {
+  return gemm2_weight < kSm90LargeExpert ? kSm90OverlapSmallExpertMaxRows : kSm90OverlapMaxRowsPerExpert;
+}
 // Above kSm90SmallTileMaxRows and up to this many rows per active expert, a GEMM whose expert weight
 // is below kSm90LargeExpert keeps the 64 x 128 x 128 tile, without its cluster, instead of taking
 // 128 x 256 x 64. Measured on the H200 (docs/perf-notes.md step 20 h, two runs of each in turns),
