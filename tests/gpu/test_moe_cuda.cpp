@@ -170,9 +170,10 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   for (const char* tile : {"sm90_m128n256k64_c1x1", "sm90_m128n256k64_c1x2", "sm90_m64n128k128_c1x1", "sm90_m64n128k128_c1x2",
                            "sm90_m128n128k128_c1x1"}) {
     std::vector<Case> cases = epilogue_cases();
-    // T = 0 too: with both GEMMs forced onto 64 x 128 the overlapped pair's rule sees no rows; T=380
-    // (47.5 rows an expert) is inside the pair's range for small experts, with some experts past 64.
-    for (int64_t T : {0, 3, 77, 380, 1000}) cases.push_back({"E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
+    // T = 0 too: with both GEMMs forced onto 64 x 128 the overlapped pair's rule sees no rows; T = 380
+    // and 500 (47.5 and 62.5 rows an expert) are inside the pair's range for these tiny experts, at
+    // T=500 with experts past 64 rows (two M tiles).
+    for (int64_t T : {0, 3, 77, 380, 500, 1000}) cases.push_back({"E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T});
     cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
     // Interleaved gate/up rows take the gated epilogue (gemm1 and the activation in one kernel).
     Case inter{"swiglu interleaved f16 biases E8 K2 T77", base_problem(8, 2, kH, kI), 77, true};

@@ -157,8 +157,8 @@ TEST(Knobs, SmallExpertsAt49To64RowsKeepThe64x128Tile) {
 // at T = 256, 300, 512, 768 (16 to 48 rows of 128 expected experts), Qwen3 at T = 256, 512, Mixtral at
 // T = 64, 144, 192 (16, 36, 48 rows), GPT-OSS T = 1024, 1536 (32, 48 rows) both GEMMs. One row more
 // and the large experts (12M elements or more) take 128 x 256: DeepSeek-V3 T=784 (49 rows) both,
-// GPT-OSS T=1568 (49) gemm1; Mixtral's (48M or more) at 63 rows (T=252), below it they keep 64 x 128
-// (The64x128TileRunsUpTo62RowsForMixtralSizedExperts). The 1 x 2 cluster stays in the tuner's space.
+// GPT-OSS T=1568 (49) gemm1; Mixtral's (48M or more) above 63 rows (T=253), up to it they keep
+// 64 x 128 (The64x128TileRunsUpTo63RowsForMixtralSizedExperts). The 1 x 2 cluster stays in the tuner's space.
 TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo48Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
@@ -176,30 +176,30 @@ TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo48Rows) {
   EXPECT_NE(std::find(values.begin(), values.end(), "sm90_m64n128k128_c1x2"), values.end());
 }
 
-// Experts of 48M elements or more (Mixtral's: 117M and 59M) keep the 64 x 128 tile up to 62 rows an
-// expected expert (moe_launch.h kSm90HugeExpertSmallTileMaxRows, docs/perf-notes.md step 35 a):
-// Mixtral T = 196, 224, 248 (49, 56, 62 rows) both GEMMs; T = 252 (63) and 256 (64) 128 x 256. The
+// Experts of 48M elements or more (Mixtral's: 117M and 59M) keep the 64 x 128 tile up to 63 rows an
+// expected expert (moe_launch.h kSm90HugeExpertSmallTileMaxRows, docs/perf-notes.md step 35 a, d):
+// Mixtral T = 196, 224, 252 (49, 56, 63 rows) both GEMMs; T = 253 (63.25) and 256 (64) 128 x 256. The
 // same rows leave DeepSeek-V3 (29M and 15M) on 128 x 256: T = 896 (56 rows).
-TEST(Knobs, The64x128TileRunsUpTo62RowsForMixtralSizedExperts) {
+TEST(Knobs, The64x128TileRunsUpTo63RowsForMixtralSizedExperts) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
   const std::string single = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
-  for (int64_t t : {196, 224, 248}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(single, single)) << t;
-  for (int64_t t : {252, 256}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(large, large)) << t;
+  for (int64_t t : {196, 224, 252}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {253, 256}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(large, large)) << t;
   EXPECT_EQ(tiles("deepseek-v3", 896), std::make_pair(large, large));
 }
 
-// gemm2's first weight stages stream under gemm1's tail up to 48 rows an expected expert where gemm2's
-// expert weight (H x I) is below 12M elements, up to 32 otherwise (moe_launch.h,
-// docs/perf-notes.md step 35 b): Qwen3 (1.6M) and GPT-OSS (8.3M) 48, DeepSeek-V3 (15M) and Mixtral
-// (59M) 32.
-TEST(Knobs, GemmTwoStreamsUnderGemmOneUpTo48RowsForSmallExperts) {
+// gemm2's first weight stages stream under gemm1's tail up to 64 rows an expected expert where gemm2's
+// expert weight (H x I) is below 4M elements, 48 where below 12M, 32 otherwise (moe_launch.h,
+// docs/perf-notes.md step 35 b, c): Qwen3 (1.6M) 64, GPT-OSS (8.3M) 48, DeepSeek-V3 (15M) and
+// Mixtral (59M) 32.
+TEST(Knobs, GemmTwoStreamsUnderGemmOneLongerForSmallerExperts) {
   using cuda::moe::sm90_overlap_max_rows_per_expert;
   const auto gemm2_weight = [](const char* preset) {
     const MoeProblem& p = find_preset(preset)->problem;
     return int64_t{p.hidden} * p.intermediate;
   };
-  EXPECT_EQ(sm90_overlap_max_rows_per_expert(gemm2_weight("qwen3-30b-a3b")), 48);
+  EXPECT_EQ(sm90_overlap_max_rows_per_expert(gemm2_weight("qwen3-30b-a3b")), 64);
   EXPECT_EQ(sm90_overlap_max_rows_per_expert(gemm2_weight("gpt-oss-120b")), 48);
   EXPECT_EQ(sm90_overlap_max_rows_per_expert(gemm2_weight("deepseek-v3")), 32);
   EXPECT_EQ(sm90_overlap_max_rows_per_expert(gemm2_weight("mixtral-8x7b")), 32);

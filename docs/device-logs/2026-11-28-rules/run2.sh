@@ -23,14 +23,16 @@ one() {  # preset tokens variant turn
   env "${env[@]}" timeout 60 $B bench $COMMON --preset $p --tokens $t "${ch[@]}" --csv "$OUT/r/$p/ab-$p-v$v-$turn.csv" > "$OUT/r/$p/ab-$p-v$v-$turn.txt" 2>&1
   echo "== $p v$v turn $turn rc=$?"
 }
-for pt in mixtral-8x7b:224,248 qwen3-30b-a3b:640,768 gpt-oss-120b:1408; do
+# POINTS (call 4, run4.sh) replaces the points; unset, they are call 2's.
+for pt in ${POINTS:-mixtral-8x7b:224,248 qwen3-30b-a3b:640,768 gpt-oss-120b:1408}; do
   p=${pt%%:*}; t=${pt#*:}
   mkdir -p "$OUT/r/$p"
   one $p $t 0 1; one $p $t 1 1; one $p $t 1 2; one $p $t 0 2
   python3 docs/device-logs/2026-11-27-final/summarize.py "$OUT/r/$p" 0 | grep moekit | tee -a "$OUT/r/summary.txt"
 done
-$B explain --preset mixtral-8x7b --quant none --gate-up interleaved -T 248 > "$OUT/r/explain-mixtral-T248.txt" 2>&1
-grep -E "gemm[12]\.tile" "$OUT/r/explain-mixtral-T248.txt"
+XT=${EXPLAIN_T:-248}
+$B explain --preset mixtral-8x7b --quant none --gate-up interleaved -T $XT > "$OUT/r/explain-mixtral-T$XT.txt" 2>&1
+grep -E "gemm[12]\.tile" "$OUT/r/explain-mixtral-T$XT.txt"
 T0=$SECONDS
 timeout $(($(left) - 10)) ctest --test-dir build/device -L gpu -j 3 --output-on-failure > "$OUT/r/ctest-gpu.txt" 2>&1
 echo "# ctest rc=$? $((SECONDS - T0))s"; grep -E "tests passed|tests failed|Failed|Not Run|Timeout" "$OUT/r/ctest-gpu.txt" | head -20

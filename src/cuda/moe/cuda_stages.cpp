@@ -549,12 +549,13 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 // Whether gemm2's first weight stages stream under gemm1's tail (Sm90Overlap; docs/perf-notes.md
 // step 27 c): both GEMMs on the sm_90a kernel, PDL on, and gemm2 on the 64 x 128 tile without a
 // cluster at up to 32 routed rows an expected expert, where nearly every expert keeps to one M tile
-// and the claimed order runs, or up to 48 where gemm2's expert weight is small
+// and the claimed order runs; up to 48 where gemm2's expert weight is small, 64 where it is tiny
 // (sm90_overlap_max_rows_per_expert, moe_launch.h). Measured on an H100 up to 32 rows: Qwen3-30B-A3B
-// T=64 -1.6% and T=256 -1.4% a layer, GPT-OSS, Mixtral and DeepSeek-V3 -0.1..-0.3%; at 64 rows an
-// expert (Qwen3 T=1024) +0.3%, on the 128 x 256 tile up to +1.4% (Mixtral T=1024); at 34-48 rows
-// (step 35 b) Qwen3 -2.5%, GPT-OSS -0.5%, DeepSeek-V3 +0.9..+2.4%. Both setups then run as one kernel
-// (step 28: up to 0.5% more at Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
+// T=64 -1.6% and T=256 -1.4% a layer, GPT-OSS, Mixtral and DeepSeek-V3 -0.1..-0.3%; on the 128 x 256
+// tile up to +1.4% (Mixtral T=1024); at 34-48 rows (step 35 b) Qwen3 -2.5%, GPT-OSS -0.5%,
+// DeepSeek-V3 +0.9..+2.4%; at 52-64 rows (step 35 c) Qwen3 -2.1..-0.7% (step 27 c had +0.3% at 64
+// rows before step 28), GPT-OSS +0.2..+2.6%. Both setups then run as one kernel (step 28: up to 0.5%
+// more at Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
 [[maybe_unused]] bool sm90_overlap(const StageContext& c) {
   static const bool allowed = [] {
     const char* v = std::getenv("MOEKIT_SM90_OVERLAP");

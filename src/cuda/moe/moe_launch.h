@@ -272,11 +272,12 @@ inline constexpr double kSm90SmallTileMaxRows = 48;
 // rows per expected expert. Measured on an H100 (docs/perf-notes.md step 35 a, the layer with both
 // GEMMs forced onto it against the heuristic's 128 x 256, two turns): Mixtral T = 208 .. 248 (52-62
 // rows) -0.9..-7.2%, the most (-6.6..-7.2%) where the busiest expert held 64 rows or fewer (57, 60)
-// and -0.9..-3.7% where it held 68-72 (a second M tile); T=256 (64 rows) +1.7% (step 34, call 5).
+// and -0.9..-3.7% where it held 68-72 (a second M tile); T=252 (63 rows) -0.9% (step 35 d); T=256
+// (64 rows) +1.7% (step 34, call 5).
 // The next experts in size do not gain there: DeepSeek-V3 (29M and 15M) T = 800 .. 896 (50-56 rows)
 // +1.1, -2.4, +1.0%; GPT-OSS gemm1 (17M) T = 1600 .. 1792 -0.7, -0.2, +2.9%.
 inline constexpr int64_t kSm90HugeExpert = int64_t{48} << 20;
-inline constexpr double kSm90HugeExpertSmallTileMaxRows = 62;
+inline constexpr double kSm90HugeExpertSmallTileMaxRows = 63;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
 // every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain
@@ -288,6 +289,12 @@ inline constexpr int64_t kSm90OverlapMaxRowsPerExpert = 32;
 // gemm2s did not gain: Mixtral (59M) T = 144 .. 192 -0.2..+0.4%, DeepSeek-V3 (15M, uneven experts)
 // T = 576 .. 768 +0.9..+2.4%.
 inline constexpr int64_t kSm90OverlapSmallExpertMaxRows = 48;
+// Where gemm2's expert weight is below kSm90TinyExpert (Qwen3-30B-A3B's 1.6M; K = I = 768), the pair
+// runs wherever gemm2 takes the 64 x 128 tile, up to kSm90MidTileMaxRows (64) rows. Measured on an
+// H100 (docs/perf-notes.md step 35 c, limit 64 against 48, two turns): Qwen3 T = 832, 896, 960, 1024
+// (52-64 rows) -2.1, -1.6, -1.4, -0.7%; GPT-OSS (8.3M) T = 1664, 1792, 2048 +0.2, +0.2, +2.6%.
+inline constexpr int64_t kSm90TinyExpert = int64_t{4} << 20;
+inline constexpr int64_t kSm90OverlapTinyExpertMaxRows = 64;
 // A GEMM whose expert weight (N x K) holds kSm90LargeExpert elements or more takes the sm_90a kernel
 // from kSm90MinRows routed rows on, not only above. The tuner chose the sm_90a 64 x 128 tile at T=8
 // on the H200 (810e20d, docs/tune.md) for Mixtral (N x K = 117M and 59M; 16 routed rows) and
@@ -298,6 +305,7 @@ inline constexpr int64_t kSm90OverlapSmallExpertMaxRows = 48;
 inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
 // The overlapped pair's limit for a gemm2 whose expert weight holds `gemm2_weight` (N x K) elements.
 inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) {
+  if (gemm2_weight < kSm90TinyExpert) return kSm90OverlapTinyExpertMaxRows;
   return gemm2_weight < kSm90LargeExpert ? kSm90OverlapSmallExpertMaxRows : kSm90OverlapMaxRowsPerExpert;
 }
 // Above kSm90SmallTileMaxRows and up to this many rows per active expert, a GEMM whose expert weight
