@@ -198,6 +198,30 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   }
 }
 
+// gemm2.overlap moves only when gemm2's weights load, so every value gives the same bits: at 9.6 rows
+// an expert (auto: the pair), 47.5 (the pair for these tiny experts) and 125 (auto: no pair; on: the
+// pair with most experts over two M tiles).
+TEST(MoeCuda, Gemm2OverlapKeepsTheBits) {
+  MOEKIT_REQUIRE_GPU();
+  if (!hopper()) GTEST_SKIP() << "the overlapped pair needs the sm_90a kernel and PDL (a Hopper GPU)";
+  for (int64_t T : {77, 380, 1000}) {
+    Case c{"E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
+    c.fusions.whole_layer = Switch::kOff;
+    std::vector<double> first;
+    for (const char* overlap : {"off", "auto", "on"}) {
+      c.choice.knobs = {{"gemm1.tile", "sm90_m64n128k128_c1x1"}, {"gemm2.tile", "sm90_m64n128k128_c1x1"}, {"gemm2.overlap", overlap}};
+      const Outcome o = run_case(c, 90);
+      EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6) << c.name << " gemm2.overlap=" << overlap;
+      if (first.empty()) {
+        first = o.out;
+        continue;
+      }
+      ASSERT_EQ(o.out.size(), first.size());
+      EXPECT_EQ(std::memcmp(o.out.data(), first.data(), first.size() * sizeof(double)), 0) << c.name << " gemm2.overlap=" << overlap;
+    }
+  }
+}
+
 TEST(MoeCuda, StreamTilesAtEveryKSplit) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "K splits need thread-block clusters of the sm_90a kernels (a compute capability 9.0 GPU)";

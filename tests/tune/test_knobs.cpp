@@ -80,9 +80,19 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
       if (!knob.values.empty()) EXPECT_EQ(k->values, knob.values) << name;
       EXPECT_EQ(k->heuristic, "auto") << name;
     }
+  // gemm2's weights under gemm1's tail, a knob of the pair (one, not one a GEMM).
+  const KnobSpec* overlap = find(gpu_space, "gemm2.overlap");
+  EXPECT_EQ(find(gpu_space, "gemm1.overlap"), nullptr);
+  if (sm90_build) {
+    ASSERT_NE(overlap, nullptr);
+    EXPECT_EQ(overlap->values, (std::vector<std::string>{"auto", "on", "off"}));
+    EXPECT_EQ(overlap->heuristic, "auto");
+  } else {
+    EXPECT_EQ(overlap, nullptr);
+  }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
-                k.name.ends_with(".order") || k.name.ends_with(".tail"))
+                k.name.ends_with(".order") || k.name.ends_with(".tail") || k.name == "gemm2.overlap")
         << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no
@@ -90,7 +100,7 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   const auto sm80_space = knob_space({p, 32, {}}, *DeviceTarget::named("sm80"));
   for (const auto& k : sm80_space) {
     EXPECT_FALSE(k.name.ends_with(".split") && k.name != "decode.split") << k.name;
-    EXPECT_FALSE(k.name.ends_with(".order") || k.name.ends_with(".tail")) << k.name;  // the sm_90a kernels' knobs
+    EXPECT_FALSE(k.name.ends_with(".order") || k.name.ends_with(".tail") || k.name.ends_with(".overlap")) << k.name;  // the sm_90a kernels' knobs
   }
   const KnobSpec* decode = find(sm80_space, "decode.split");
   ASSERT_NE(decode, nullptr);

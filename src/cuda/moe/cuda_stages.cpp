@@ -463,6 +463,11 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
   }
+  // gemm2's first weight stages under gemm1's tail (sm90_overlap below): auto where the rows rule
+  // measured faster, on wherever the tiles allow it (both GEMMs on the sm_90a kernel, gemm2 on the
+  // 64 x 128 tile without a cluster), off never. A knob of both GEMMs' stages; it is gemm2's weights
+  // that move.
+  if (sm90_gemm_available(device.compute_capability)) knobs.push_back({"gemm2.overlap", {"auto", "on", "off"}, "auto", Stage::kGemm2});
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;
@@ -555,18 +560,24 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 // tile up to +1.4% (Mixtral T=1024); at 34-48 rows (step 35 b) Qwen3 -2.5%, GPT-OSS -0.5%,
 // DeepSeek-V3 +0.9..+2.4%; at 52-64 rows (step 35 c) Qwen3 -2.1..-0.7% (step 27 c had +0.3% at 64
 // rows before step 28), GPT-OSS +0.2..+2.6%. Both setups then run as one kernel (step 28: up to 0.5%
-// more at Qwen3 T=16). MOEKIT_SM90_OVERLAP=0 turns it off.
+// more at Qwen3 T=16). The knob gemm2.overlap (auto: this rule; on: wherever the tiles allow it;
+// off) chooses per plan, MOEKIT_SM90_OVERLAP=0 turns it off for the process. Both GEMMs' stages ask,
+// with the same knobs, so they agree.
 [[maybe_unused]] bool sm90_overlap(const StageContext& c) {
   static const bool allowed = [] {
     const char* v = std::getenv("MOEKIT_SM90_OVERLAP");
     return !(v != nullptr && v[0] == '0');
   }();
-  if (!allowed || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) || tile_for(c, false) != GemmTile::kSm90M64N128C1x1) return false;
+  const std::string_view knob = knob_value(c, "gemm2.overlap", "auto");
+  if (knob == "off" || !allowed || !pdl_enabled() || !is_sm90_tile(tile_for(c, true)) || tile_for(c, false) != GemmTile::kSm90M64N128C1x1)
+    return false;
   const int64_t rows = max_rows(c);
-  const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
   // No rows (T = 0): each GEMM returns before its setup, so there is no pair to set up.
+  if (rows == 0) return false;
+  if (knob == "on") return true;
+  const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
   const int64_t limit = sm90_overlap_max_rows_per_expert(gemm_n(c.problem, false) * gemm_k(c.problem, false));
-  return rows > 0 && rows <= limit * active;
+  return rows <= limit * active;
 }
 
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
