@@ -53,9 +53,12 @@ struct DeviceAttention {
     return {.q = q, .context_k = ctx_k, .context_v = ctx_v, .buffer_k = buf_k, .buffer_v = buf_v, .buffer_lengths = lens};
   }
   AttentionOutputs outputs() const { return {.out = out, .lse = lse}; }
+  // cudaMemset runs on the legacy stream and returns before it is done: wait, so that a kernel a test
+  // then queues on a non-blocking stream (CapturedInACudaGraph) never races the poison.
   void poison() const {
     EXPECT_EQ(cudaMemset(out.data(), 0xFF, static_cast<size_t>(out.storage_bytes())), cudaSuccess);
     EXPECT_EQ(cudaMemset(lse.data(), 0xFF, static_cast<size_t>(lse.storage_bytes())), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
 };
 

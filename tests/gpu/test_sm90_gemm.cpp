@@ -152,6 +152,17 @@ int64_t poison_lost(const std::vector<uint16_t>& got, int64_t begin, uint16_t po
   return std::count_if(got.begin() + begin, got.end(), [&](uint16_t v) { return v != poison; });
 }
 
+// A host-to-device copy that has landed when it returns. cudaMemcpy from pageable memory may return
+// before its DMA ends (the CUDA runtime's "API synchronization behavior"), and the cases run on
+// non-blocking streams, which do not wait for the legacy stream the copy runs on: without the wait a
+// kernel could read the buffer's old bytes (call 5 of docs/device-logs/2026-11-28-rules/ saw a row
+// of NaN once, Bf16LargeShapes at E=1 R=1, the likely cause). The library's copies wait the same
+// way (memcpy_sync).
+void upload(void* d, const void* h, size_t bytes) {
+  ASSERT_EQ(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+}
+
 void fill_nan(void* d, size_t floats, cudaStream_t s) {
   // 0x7FC00000 is a quiet NaN; cudaMemsetAsync sets bytes, so write it with a host copy instead.
   std::vector<float> nan(floats);
@@ -252,9 +263,9 @@ struct CaseOperands {
         doff(off.size() * 8),
         scratch(cuda::moe::sm90_gemm_scratch_bytes(cs.experts, cs.n, cs.k, cs.type, sm_count())) {
     if (!allocated()) return;
-    cudaMemcpy(da.p, a.data(), da.bytes(), cudaMemcpyHostToDevice);
-    cudaMemcpy(db.p, b.data(), db.bytes(), cudaMemcpyHostToDevice);
-    cudaMemcpy(doff.p, off.data(), doff.bytes(), cudaMemcpyHostToDevice);
+    upload(da.p, a.data(), da.bytes());
+    upload(db.p, b.data(), db.bytes());
+    upload(doff.p, off.data(), doff.bytes());
   }
   bool allocated() const { return da.p && db.p && dd.p && doff.p && scratch.p; }
   Sm90GemmArgs args(Elem d_type = Elem::kF32) const {
@@ -302,7 +313,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   std::vector<uint16_t> got16;
   if (out16) {
     got16.assign(static_cast<size_t>(max_rows * c.n), poison16);
-    MOEKIT_ASSERT_CUDA(cudaMemcpy(g.dd.p, got16.data(), got16.size() * 2, cudaMemcpyHostToDevice));
+    upload(g.dd.p, got16.data(), got16.size() * 2);
   } else {
     fill_nan(g.dd.p, static_cast<size_t>(max_rows * c.n), stream);
   }
