@@ -87,8 +87,11 @@ Result<std::vector<double>> time_replays(const std::vector<Graph>& graphs, const
 }
 
 // NaN in every float dtype (0xFF bytes): a row the layer leaves unwritten shows in --refcheck.
+// cudaMemset runs on the legacy stream and may return before it is done; the layer's graphs replay
+// on a non-blocking stream, which does not wait for it, so wait here (as memcpy_sync does).
 Status poison(const TensorView& t) {
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemset(t.data(), 0xFF, static_cast<size_t>(t.storage_bytes())));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cudaStreamLegacy));
   return Status::Ok();
 }
 
