@@ -272,7 +272,7 @@ inline constexpr double kSm90SmallTileMaxRows = 48;
 // rows per expected expert. Measured on an H100 (docs/perf-notes.md step 35 a, the layer with both
 // GEMMs forced onto it against the heuristic's 128 x 256, two turns): Mixtral T = 208 .. 248 (52-62
 // rows) -0.9..-7.2%, the most (-6.6..-7.2%) where the busiest expert held 64 rows or fewer (57, 60)
-// and -0.9..-3.7% where it held 68-72 (a second M tile); T=252 (63 rows) -0.9% (step 35 d); T=256
+// and -0.9..-3.7% where it held 68-72 (a second M tile); T=252 (63 rows) -0.9% (step 35 a); T=256
 // (64 rows) +1.7% (step 34, call 5).
 // The next experts in size do not gain there: DeepSeek-V3 (29M and 15M) T = 800 .. 896 (50-56 rows)
 // +1.1, -2.4, +1.0%; GPT-OSS gemm1 (17M) T = 1600 .. 1792 -0.7, -0.2, +2.9%.
@@ -281,7 +281,8 @@ inline constexpr double kSm90HugeExpertSmallTileMaxRows = 63;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
 // every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain
-// at every such point of the four presets, +0.3% at 64 rows (Qwen3 T=1024).
+// at every such point of the four presets. The limit for gemm2s of kSm90LargeExpert elements or more;
+// smaller ones go further (sm90_overlap_max_rows_per_expert, below).
 inline constexpr int64_t kSm90OverlapMaxRowsPerExpert = 32;
 // Where gemm2's expert weight is below kSm90LargeExpert (below), up to this many. Measured on an H100
 // (docs/perf-notes.md step 35 b, limit 48 against 32 in one binary, two turns) at 34-48 rows: Qwen3
