@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_runtime.h"
 #include "cpu/activation.h"
 #include "cuda/moe/sm90_grouped_gemm.h"
 #include "gpu_test_util.h"
@@ -152,17 +153,16 @@ int64_t poison_lost(const std::vector<uint16_t>& got, int64_t begin, uint16_t po
   return std::count_if(got.begin() + begin, got.end(), [&](uint16_t v) { return v != poison; });
 }
 
-// A host-to-device copy that has landed when it returns. cudaMemcpy from pageable memory may return
-// before its DMA ends (the CUDA runtime's "API synchronization behavior"), and the cases run on
-// non-blocking streams, which do not wait for the legacy stream the copy runs on: without the wait a
-// kernel could read the buffer's old bytes. The likely cause of the one failure of call 5 of
-// docs/device-logs/2026-11-28-rules/ (Bf16LargeShapes, E=1 R=1: the row's 2880 outputs left
-// unwritten): the offsets, copied last and alone waited for by nothing, still held the case before's
-// (R=0, the same 16 bytes freed and allocated again), so the GEMM saw no rows. The library's copies
-// wait the same way (memcpy_sync).
+// A host-to-device copy that has landed when it returns: the library's memcpy_sync. A plain
+// cudaMemcpy from pageable memory may return before its DMA ends (the CUDA runtime's "API
+// synchronization behavior"), and the cases run on non-blocking streams, which do not wait for the
+// legacy stream the copy runs on: a kernel could read the buffer's old bytes. The likely cause of the
+// one failure of call 5 of docs/device-logs/2026-11-28-rules/ (Bf16LargeShapes, E=1 R=1: the row's
+// 2880 outputs left unwritten): the offsets, copied last and alone waited for by nothing, still held
+// the case before's (R=0, the same 16 bytes freed and allocated again), so the GEMM saw no rows.
 void upload(void* d, const void* h, size_t bytes) {
-  ASSERT_EQ(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+  const Status s = detail::memcpy_sync(d, Device::cuda(), h, Device::cpu(), bytes);
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 void fill_nan(void* d, size_t floats, cudaStream_t s) {
