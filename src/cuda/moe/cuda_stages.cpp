@@ -336,9 +336,10 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
+  const bool huge_expert = n * k >= kSm90HugeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
-        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && n * k >= kSm90HugeExpert))
+        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert))
       return GemmTile::kSm90M64N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -442,8 +443,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
   std::vector<KnobSpec> knobs;
+  const bool sm90 = sm90_gemm_available(device.compute_capability);
   for (const bool first : {true, false}) {
-    const bool sm90 = sm90_gemm_available(device.compute_capability);
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
     if (sm90)
@@ -467,7 +468,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   // measured faster, on wherever the tiles allow it (both GEMMs on the sm_90a kernel, gemm2 on the
   // 64 x 128 tile without a cluster), off never. A knob of both GEMMs' stages; it is gemm2's weights
   // that move.
-  if (sm90_gemm_available(device.compute_capability)) knobs.push_back({"gemm2.overlap", {"auto", "on", "off"}, "auto", Stage::kGemm2});
+  if (sm90) knobs.push_back({"gemm2.overlap", {"auto", "on", "off"}, "auto", Stage::kGemm2});
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;
