@@ -7,7 +7,7 @@
 // -DMOEKIT_BUILD_EXPERIMENTS=ON on an sm_90a build.
 //
 //   sm90_overlap --experts 1 --rows 64 --n 131072 --k 768 --variants 0,1,3 [--rounds 3] [--reps 20]
-//                [--spread SIGMA] [--trace PREFIX]   (PREFIX-v<id>.bin for each traced variant listed)
+//                [--spread SIGMA | --random 1] [--trace PREFIX]   (PREFIX-v<id>.bin for each traced variant listed)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -27,21 +27,32 @@
 
 namespace moekit::bench_overlap {
 
-#define DECLARE(i) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
+// Weak: a build may hold only some variants (bench/sm90_overlap/CMakeLists.txt,
+// MOEKIT_OVERLAP_VARIANTS); a missing one's address is null and run_variant refuses it.
+#define DECLARE(i) __attribute__((weak)) Status run_variant_##i(const cuda::moe::Sm90GemmArgs& a, void* stream);
 DECLARE(0) DECLARE(1) DECLARE(2) DECLARE(3) DECLARE(4) DECLARE(5) DECLARE(6) DECLARE(7) DECLARE(8) DECLARE(9) DECLARE(10) DECLARE(11) DECLARE(12) DECLARE(13) DECLARE(14) DECLARE(15) DECLARE(16)
-DECLARE(17) DECLARE(18) DECLARE(19) DECLARE(20) DECLARE(21) DECLARE(22) DECLARE(23) DECLARE(24)
+DECLARE(17) DECLARE(18) DECLARE(19) DECLARE(20) DECLARE(21) DECLARE(22) DECLARE(23) DECLARE(24) DECLARE(27) DECLARE(28)
+DECLARE(29) DECLARE(30)
 #undef DECLARE
-#define DECLARE(i) Status set_trace_buffer_##i(uint64_t* buffer);
+#define DECLARE(i) __attribute__((weak)) Status set_trace_buffer_##i(uint64_t* buffer);
 DECLARE(5) DECLARE(16) DECLARE(18) DECLARE(20) DECLARE(22)
 #undef DECLARE
 
+using RunFn = Status (*)(const cuda::moe::Sm90GemmArgs&, void*);
+using TraceFn = Status (*)(uint64_t*);
+Status not_built(int id) {
+  return Status::InvalidArgument("variant " + std::to_string(id) + " is not in this build (MOEKIT_OVERLAP_VARIANTS)");
+}
+Status call(RunFn f, int id, const cuda::moe::Sm90GemmArgs& a, void* s) { return f ? f(a, s) : not_built(id); }
+Status call(TraceFn f, int id, uint64_t* buffer) { return f ? f(buffer) : not_built(id); }
+
 Status set_trace_buffer(int id, uint64_t* buffer) {
   switch (id) {
-    case 5: return set_trace_buffer_5(buffer);
-    case 16: return set_trace_buffer_16(buffer);
-    case 18: return set_trace_buffer_18(buffer);
-    case 20: return set_trace_buffer_20(buffer);
-    case 22: return set_trace_buffer_22(buffer);
+    case 5: return call(set_trace_buffer_5, 5, buffer);
+    case 16: return call(set_trace_buffer_16, 16, buffer);
+    case 18: return call(set_trace_buffer_18, 18, buffer);
+    case 20: return call(set_trace_buffer_20, 20, buffer);
+    case 22: return call(set_trace_buffer_22, 22, buffer);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " is not traced");
   }
 }
@@ -51,33 +62,37 @@ Status run_variant(int id, const cuda::moe::Sm90GemmArgs& a_in, void* s) {
   // Variants 25 and 26: the tail split wherever it can run (the library's kAuto rule came from them).
   a.tail_split = id == 25 || id == 26 ? cuda::moe::Sm90TailSplit::kAlways : cuda::moe::Sm90TailSplit::kOff;
   switch (id) {
-    case 0: return run_variant_0(a, s);
-    case 1: return run_variant_1(a, s);
-    case 2: return run_variant_2(a, s);
-    case 3: return run_variant_3(a, s);
-    case 4: return run_variant_4(a, s);
-    case 5: return run_variant_5(a, s);
-    case 6: return run_variant_6(a, s);
-    case 7: return run_variant_7(a, s);
-    case 8: return run_variant_8(a, s);
-    case 9: return run_variant_9(a, s);
-    case 10: return run_variant_10(a, s);
-    case 11: return run_variant_11(a, s);
-    case 12: return run_variant_12(a, s);
-    case 13: return run_variant_13(a, s);
-    case 14: return run_variant_14(a, s);
-    case 15: return run_variant_15(a, s);
-    case 16: return run_variant_16(a, s);
-    case 17: return run_variant_17(a, s);
-    case 18: return run_variant_18(a, s);
-    case 19: return run_variant_19(a, s);
-    case 20: return run_variant_20(a, s);
-    case 21: return run_variant_21(a, s);
-    case 22: return run_variant_22(a, s);
-    case 23: return run_variant_23(a, s);
-    case 24: return run_variant_24(a, s);
+    case 0: return call(run_variant_0, 0, a, s);
+    case 1: return call(run_variant_1, 1, a, s);
+    case 2: return call(run_variant_2, 2, a, s);
+    case 3: return call(run_variant_3, 3, a, s);
+    case 4: return call(run_variant_4, 4, a, s);
+    case 5: return call(run_variant_5, 5, a, s);
+    case 6: return call(run_variant_6, 6, a, s);
+    case 7: return call(run_variant_7, 7, a, s);
+    case 8: return call(run_variant_8, 8, a, s);
+    case 9: return call(run_variant_9, 9, a, s);
+    case 10: return call(run_variant_10, 10, a, s);
+    case 11: return call(run_variant_11, 11, a, s);
+    case 12: return call(run_variant_12, 12, a, s);
+    case 13: return call(run_variant_13, 13, a, s);
+    case 14: return call(run_variant_14, 14, a, s);
+    case 15: return call(run_variant_15, 15, a, s);
+    case 16: return call(run_variant_16, 16, a, s);
+    case 17: return call(run_variant_17, 17, a, s);
+    case 18: return call(run_variant_18, 18, a, s);
+    case 19: return call(run_variant_19, 19, a, s);
+    case 20: return call(run_variant_20, 20, a, s);
+    case 21: return call(run_variant_21, 21, a, s);
+    case 22: return call(run_variant_22, 22, a, s);
+    case 23: return call(run_variant_23, 23, a, s);
+    case 24: return call(run_variant_24, 24, a, s);
     case 25:
-    case 26: return id == 25 ? run_variant_15(a, s) : run_variant_0(a, s);
+    case 26: return id == 25 ? call(run_variant_15, 15, a, s) : call(run_variant_0, 0, a, s);
+    case 27: return call(run_variant_27, 27, a, s);
+    case 28: return call(run_variant_28, 28, a, s);
+    case 29: return call(run_variant_29, 29, a, s);
+    case 30: return call(run_variant_30, 30, a, s);
     default: return Status::InvalidArgument("variant " + std::to_string(id) + " does not exist");
   }
 }
@@ -108,6 +123,7 @@ struct Options {
   int experts = 1;
   int64_t rows = 64, n = 131072, k = 768;
   double spread = 0;  // rows per expert: rows x a log-normal weight of this sigma (normalized to the mean)
+  bool random = false;  // rows per expert as uniform random routing gives them: each of experts x rows rows to a random expert
   std::vector<int> variants = {0};
   int rounds = 3, reps = 20;
   std::string trace;
@@ -124,6 +140,7 @@ bool parse(int argc, char** argv, Options& o) {
     if (a == "--experts") o.experts = std::atoi(v);
     else if (a == "--rows") o.rows = std::atoll(v);
     else if (a == "--spread") o.spread = std::atof(v);
+    else if (a == "--random") o.random = std::atoi(v) != 0;
     else if (a == "--n") o.n = std::atoll(v);
     else if (a == "--k") o.k = std::atoll(v);
     else if (a == "--rounds") o.rounds = std::atoi(v);
@@ -173,6 +190,12 @@ int run(const Options& o) {
     for (double& x : w) sum += (x = std::exp(o.spread * z(gen)));
     for (int e = 0; e < o.experts; ++e)
       h_off[e + 1] = h_off[e] + std::llround(static_cast<double>(o.rows) * o.experts * w[e] / sum);
+    if (o.random) {  // the bench's uniform routing, as counts: a multinomial draw
+      std::vector<int64_t> count(o.experts, 0);
+      std::uniform_int_distribution<int> pick(0, o.experts - 1);
+      for (int64_t r = 0; r < o.rows * o.experts; ++r) ++count[pick(gen)];
+      for (int e = 0; e < o.experts; ++e) h_off[e + 1] = h_off[e] + count[e];
+    }
   }
   const int64_t max_rows = std::max<int64_t>(h_off[o.experts], 1);
   const size_t a_elems = static_cast<size_t>(max_rows) * o.k;
@@ -214,11 +237,18 @@ int run(const Options& o) {
   const double weight_bytes = static_cast<double>(b_elems) * 2;
   const double flops = 2.0 * max_rows * o.n * o.k;
   int64_t fewest = max_rows, most = 0, tiles = 0;  // tiles: of the 128 x 256 tile (the tail split's rounds)
+  int64_t m128 = 0, m192 = 0, m256 = 0;  // M tiles of 128, 192 and 256 rows over the experts
   for (int e = 0; e < o.experts; ++e) {
-    fewest = std::min(fewest, h_off[e + 1] - h_off[e]);
-    most = std::max(most, h_off[e + 1] - h_off[e]);
-    tiles += (h_off[e + 1] - h_off[e] + 127) / 128 * ((o.n + 255) / 256);
+    const int64_t r = h_off[e + 1] - h_off[e];
+    fewest = std::min(fewest, r);
+    most = std::max(most, r);
+    tiles += (r + 127) / 128 * ((o.n + 255) / 256);
+    m128 += (r + 127) / 128;
+    m192 += (r + 191) / 192;
+    m256 += (r + 255) / 256;
   }
+  std::printf("# M tiles over the experts: %lld of 128 rows, %lld of 192, %lld of 256\n", static_cast<long long>(m128),
+              static_cast<long long>(m192), static_cast<long long>(m256));
   std::printf("# 128x256 tiles %lld: %lld whole rounds on %d SMs and %lld tiles left\n", static_cast<long long>(tiles),
               static_cast<long long>(tiles / sms), sms, static_cast<long long>(tiles % sms));
   std::printf("# experts %d, rows %lld each (%lld .. %lld), n %lld, k %lld: %.1f MB of weights, %.2f GFLOP; %d SMs\n",

@@ -50,6 +50,15 @@ inline constexpr Variant kVariants[] = {
     // with the argument set; no instantiation of their own (main.cu sets it).
     {25, "plain-streamk", true},
     {26, "gated-streamk"},
+    // Tall tiles (docs/perf-notes.md step 36): an expert of 129-192 rows in one M tile, so that its
+    // weight tiles stream once instead of twice. CUTLASS's cooperative split gives each consumer
+    // warpgroup half the rows, which needs a multiple of 128; these set the two side by side along N
+    // instead (each on all the rows: 3 x 64-row wgmmas a k-step), through SideBySide in
+    // variant_instance.cu. Gated (gemm1) only.
+    {27, "192x256-1x2"},     // each warpgroup 192 x 128: 192 accumulators a thread
+    {28, "192x128-1x2"},     // each warpgroup 192 x 64 (m64n64 wgmmas)
+    {29, "256x128"},         // CUTLASS's own cooperative 256 x 128 (2 x 1: each warpgroup 128 x 128)
+    {30, "128x256-1x2"},     // the control: the library's tile with the warpgroups side by side
 };
 inline constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 // A variant's id is its index, so that the flags below can be looked up by id.

@@ -265,12 +265,14 @@ class ClaimedOrderScheduler : private OverlapEntry,
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(typename Base::Params const& params, WorkTileInfo const& w, FrgTensorC& accumulators,
                                    uint32_t, uint32_t) {
-    const Piece p = piece_of(w);
-    if (!p.split || (p.reduces && p.k_start == 0)) return;
     constexpr int kConsumers = 2 * cutlass::NumThreadsPerWarpGroup;
     constexpr int kValues = decltype(cute::size(typename FrgTensorC::layout_type{}))::value;
-    static_assert(kValues % 4 == 0 && kValues * kConsumers * sizeof(float) <= kSm90SplitSlotFloats * sizeof(float),
-                  "a partial tile must fit one 128 x 256 float32 slot");
+    static_assert(kValues % 4 == 0, "the partials move as float4");
+    // A tile whose partial is larger than a slot (128 x 256 float32) never splits: setup_job leaves
+    // its split word 0 (tile_fits_split_slot).
+    if constexpr (kValues * kConsumers > kSm90SplitSlotFloats) return;
+    const Piece p = piece_of(w);
+    if (!p.split || (p.reduces && p.k_start == 0)) return;
     auto* words = claim_words(params.problem_shapes_);
     char* area = reinterpret_cast<char*>(static_cast<uintptr_t>(reinterpret_cast<volatile unsigned long long*>(words)[3] & kSm90SplitAddressMask));
     auto* flags = reinterpret_cast<int*>(area);
@@ -580,15 +582,20 @@ struct Config {
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
   using ElementAccumulator = float;
 
-  // No C operand (void): D = alpha * acc with alpha = 1, beta = 0.
-  using PlainEpilogue = EpilogueWrap<typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
-      void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
-      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp>;
+  // No C operand (void): D = alpha * acc with alpha = 1, beta = 0. Built only for the plain
+  // configurations (::type is named only there): CUTLASS's TMA-store epilogue needs a tile M that
+  // its epilogue tile divides, which the experiments' gated 192-row tiles do not have.
+  struct PlainEpilogueOf {
+    using type = EpilogueWrap<typename cutlass::epilogue::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+        cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
+        void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
+        cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp>;
+  };
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
-  using CollectiveEpilogue = std::conditional_t<Gated, GatedEpilogue, PlainEpilogue>;
+  using CollectiveEpilogue =
+      typename std::conditional_t<Gated, std::type_identity<GatedEpilogue>, PlainEpilogueOf>::type;
 
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
@@ -740,9 +747,12 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_b = reinterpret_cast<int64_t*>(base + lay.stride_b);
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
-  // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work).
+  // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work)
+  // whose partial fits a slot (every library tile; not the experiments' 192 x 256).
+  constexpr bool tile_fits_split_slot =
+      cute::size<0>(typename Cfg::TileShape{}) * cute::size<1>(typename Cfg::TileShape{}) <= kSm90SplitSlotFloats;
   constexpr bool can_split = std::is_same_v<typename Cfg::KernelSchedule, Cooperative::KernelSchedule> &&
-                             cute::size(typename Cfg::ClusterShape{}) == 1;
+                             cute::size(typename Cfg::ClusterShape{}) == 1 && tile_fits_split_slot;
   if (can_split && a.tail_split != Sm90TailSplit::kOff)
     j.split = reinterpret_cast<unsigned long long>(base + lay.split) | (a.tail_split == Sm90TailSplit::kAlways ? kSm90SplitAlways : 0ull);
   return j;
