@@ -53,8 +53,8 @@ inline constexpr Variant kVariants[] = {
     // Tall tiles (docs/perf-notes.md step 36): an expert of 129-192 rows in one M tile, so that its
     // weight tiles stream once instead of twice. CUTLASS's cooperative split gives each consumer
     // warpgroup half the rows, which needs a multiple of 128; these set the two side by side along N
-    // instead (each on all the rows: 3 x 64-row wgmmas a k-step), through SideBySide in
-    // variant_instance.cu. Gated (gemm1) only.
+    // instead (each on all the rows: 3 x 64-row wgmmas a k-step), through the library's
+    // SideBySideMma (sm90_grouped_gemm_kernel.cuh). Gated (gemm1) only.
     {27, "192x256-1x2"},     // each warpgroup 192 x 128: 192 accumulators a thread
     {28, "192x128-1x2"},     // each warpgroup 192 x 64 (m64n64 wgmmas)
     {29, "256x128"},         // CUTLASS's own cooperative 256 x 128 (2 x 1: each warpgroup 128 x 128)

@@ -97,17 +97,17 @@ using namespace cuda::moe::sm90;
 #define PLAIN 1
 #endif
 #elif MOEKIT_OVERLAP_VARIANT == 27
-#define TRAITS TallTraits<192, 256>
-#define MAINLOOP SideBySide
+#define TRAITS TallTraits<192, 256, true>
+#define MAINLOOP PlainMainloop
 #elif MOEKIT_OVERLAP_VARIANT == 28
-#define TRAITS TallTraits<192, 128>
-#define MAINLOOP SideBySide
+#define TRAITS TallTraits<192, 128, true>
+#define MAINLOOP PlainMainloop
 #elif MOEKIT_OVERLAP_VARIANT == 29
-#define TRAITS TallTraits<256, 128>
+#define TRAITS TallTraits<256, 128, false>
 #define MAINLOOP PlainMainloop
 #elif MOEKIT_OVERLAP_VARIANT == 30
-#define TRAITS TallTraits<128, 256>
-#define MAINLOOP SideBySide
+#define TRAITS TallTraits<128, 256, true>
+#define MAINLOOP PlainMainloop
 #else
 #error "unknown MOEKIT_OVERLAP_VARIANT"
 #endif
@@ -118,28 +118,14 @@ struct ClusterM2Traits : Cooperative {
   using TileShape = Shape<_128, _256, _64>;
   using ClusterShape = Shape<_2, _1, _1>;
 };
-// The tall tiles (overlap_variants.h, 27-30): the cooperative kernel without a cluster at M x N x 64.
-template <int M, int N>
+// The tall tiles (overlap_variants.h, 27-30): the cooperative kernel without a cluster at M x N x 64,
+// the consumer warpgroups side by side along N (the library's SideBySideMma) or CUTLASS's 2 x 1.
+template <int M, int N, bool SideBySide>
 struct TallTraits : Cooperative {
   using TileShape = Shape<Int<M>, Int<N>, _64>;
   using ClusterShape = Shape<_1, _1, _1>;
+  static constexpr bool kSideBySide = SideBySide;
 };
-// CUTLASS's collective mainloop as the builder made it, but with the two consumer warpgroups side by
-// side along N (a 1 x 2 atom layout), each on all of the tile's rows: the builder's cooperative
-// TiledMma is 2 x 1 (each warpgroup on half the rows), which needs the tile's M to be a multiple of
-// 128. The kernel and the gated epilogue take the TiledMma from the mainloop and partition by it.
-template <class Built>
-using SideBySide = cutlass::gemm::collective::CollectiveMma<
-    typename Built::DispatchPolicy, typename Built::TileShape, typename Built::ElementA, typename Built::StrideA,
-    typename Built::ElementB, typename Built::StrideB,
-    decltype(cute::make_tiled_mma(
-        cute::GMMA::ss_op_selector<typename Built::ElementA, typename Built::ElementB, float,
-                                   Shape<_64, Int<cute::size<1>(typename Built::TileShape{}) / 2>, _64>,
-                                   cute::GMMA::Major::K, cute::GMMA::Major::K>(),
-        Layout<Shape<_1, _2, _1>>{})),
-    typename Built::GmemTiledCopyA, typename Built::SmemLayoutAtomA, typename Built::SmemCopyAtomA,
-    typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB,
-    typename Built::SmemCopyAtomB, typename Built::TransformB>;
 #ifndef TRAITS
 #define TRAITS TileTraits<cuda::moe::Sm90Tile::TILE>
 #endif

@@ -205,8 +205,18 @@ std::string tile_label(Sm90Tile t) {
     case Sm90Tile::kM64N128C1x1: return "64x128 1x1";
     case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
     case Sm90Tile::kM128N128C1x1: return "128x128 1x1";
+    case Sm90Tile::kM192N128C1x1: return "192x128 1x1";
   }
   return "tile " + std::to_string(static_cast<int>(t));
+}
+
+// The tiles with a plain (TMA-store) configuration: all but the gated-only 192 x 128
+// (sm90_tile_gated_only), which the gated tests run and TallTileRunsGatedOnly checks is refused.
+std::vector<Sm90Tile> plain_tiles() {
+  std::vector<Sm90Tile> tiles;
+  for (Sm90Tile t : cuda::moe::kSm90TileList)
+    if (!cuda::moe::sm90_tile_gated_only(t)) tiles.push_back(t);
+  return tiles;
 }
 
 std::string order_label(Sm90TileOrder o) {
@@ -350,7 +360,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
 
 TEST(Sm90GroupedGemm, Bf16LargeShapes) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : cuda::moe::kSm90TileList)
+  for (Sm90Tile tile : plain_tiles())
     for (int experts : {1, 8, 64})
       for (int64_t rows : {0, 1, 77, 1000}) {
         // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
@@ -361,7 +371,7 @@ TEST(Sm90GroupedGemm, Bf16LargeShapes) {
 
 TEST(Sm90GroupedGemm, F16) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+  for (Sm90Tile tile : plain_tiles()) {
     run_case({Elem::kF16, 8, 77, 2880, 1408, tile});
     run_case({Elem::kF16, 64, 1000, 360, 712, tile});
   }
@@ -479,6 +489,24 @@ TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
   }
 }
 
+// The 192 x 128 tile has the gated epilogue only (CUTLASS's TMA-store epilogue cannot subtile its
+// rows): a plain launch on it is refused, naming the tile and why, and D keeps its poison.
+TEST(Sm90GroupedGemm, TallTileRunsGatedOnly) {
+  MOEKIT_REQUIRE_SM90();
+  const Case c{Elem::kBF16, 4, 300, 272, 264, Sm90Tile::kM192N128C1x1, {50, 100, 150, 0}};
+  std::mt19937_64 rng(99);
+  const CaseOperands g(c, rng);
+  ASSERT_TRUE(g.allocated());
+  std::vector<float> got(static_cast<size_t>(g.max_rows * c.n), std::numeric_limits<float>::quiet_NaN());
+  upload(g.dd.p, got.data(), got.size() * 4);
+  const Status st = cuda::moe::launch_sm90_grouped_gemm(g.args(), nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find("gated epilogue only"), std::string::npos) << st.message();
+  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), g.dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
+  for (float x : got) ASSERT_TRUE(std::isnan(x)) << "a refused launch wrote D";
+}
+
 // The rows of all experts together.
 int64_t total_of(const std::vector<int64_t>& counts) { return std::accumulate(counts.begin(), counts.end(), int64_t{0}); }
 
@@ -500,7 +528,7 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
   const int64_t rows = total_of(counts);
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     // N = 520: two 256-wide tiles and a short one; K = 264: four k-tiles of 64 and a short one.
-    run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
+    if (!cuda::moe::sm90_tile_gated_only(tile)) run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
     run_gated_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, Activation::kSwiGLU, true, counts});
   }
 }
@@ -515,7 +543,7 @@ TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
   const auto counts = counts_around_warpgroup_rows();
   const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
-  for (Sm90Tile tile : cuda::moe::kSm90TileList)
+  for (Sm90Tile tile : plain_tiles())
     for (Elem type : {Elem::kBF16, Elem::kF16})
       for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
         const Case c{type, experts, rows, 520, 264, tile, counts, order};
@@ -546,11 +574,13 @@ TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
   const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
-    std::vector<float> fixed, claimed;
-    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kFixed}, &fixed);
-    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kClaimed}, &claimed);
-    ASSERT_EQ(fixed.size(), claimed.size());
-    EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
+    if (!cuda::moe::sm90_tile_gated_only(tile)) {
+      std::vector<float> fixed, claimed;
+      run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kFixed}, &fixed);
+      run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kClaimed}, &claimed);
+      ASSERT_EQ(fixed.size(), claimed.size());
+      EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
+    }
     std::vector<uint16_t> gated_fixed, gated_claimed;
     run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, Sm90TileOrder::kFixed},
                    &gated_fixed);
@@ -576,7 +606,7 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
   std::vector<int64_t> over64 = fit, over128 = fit;
   over64[7] = 65;
   over128[7] = 129;
-  for (Sm90Tile tile : cuda::moe::kSm90TileList) {
+  for (Sm90Tile tile : plain_tiles()) {
     const bool cluster = tile == Sm90Tile::kM128N256C1x2 || tile == Sm90Tile::kM64N128C1x2;
     const int64_t tile_m = tile == Sm90Tile::kM64N128C1x1 || tile == Sm90Tile::kM64N128C1x2 ? 64 : 128;
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed, Sm90TileOrder::kAuto})
@@ -658,9 +688,11 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
     EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
     EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N128C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
   }
-  // The gated epilogue (gemm1) takes the split as the plain one does.
-  run_gated_case({Elem::kBF16, 36, total_of(uneven), 1040, k, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, uneven,
-                  Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
+  // The gated epilogue (gemm1) takes the split as the plain one does, on the 192 x 128 tile too (its
+  // warpgroups side by side: each thread's partial is 96 values of its 192 x 64 half).
+  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM192N128C1x1})
+    run_gated_case({Elem::kBF16, 36, total_of(uneven), 1040, k, tile, Activation::kSwiGLU, true, uneven,
+                    Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
 }
 
 // The overlapped gemm2 (Sm90Overlap::kSecond) runs without its setup kernel, which gemm1's stage
@@ -671,7 +703,7 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
 // its first stages to the rest).
 TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : cuda::moe::kSm90TileList)
+  for (Sm90Tile tile : plain_tiles())
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
       Case c{Elem::kBF16, 7, 300, 264, 1096, tile};
       c.order = order;
@@ -688,7 +720,7 @@ TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
 TEST(Sm90GroupedGemm, TwoSetupsInOneLaunch) {
   MOEKIT_REQUIRE_SM90();
   std::mt19937_64 rng(4242);
-  for (Sm90Tile first_tile : cuda::moe::kSm90TileList) {
+  for (Sm90Tile first_tile : plain_tiles()) {
     Case c1{Elem::kBF16, 9, 251, 264, 1096, first_tile};
     c1.order = Sm90TileOrder::kAuto;
     Case c2{Elem::kF16, 13, 120, 136, 520, Sm90Tile::kM64N128C1x1};

@@ -199,6 +199,47 @@ TEST(Knobs, The64x128TileRunsUpTo63RowsForMixtralSizedExperts) {
   EXPECT_EQ(tiles("deepseek-v3", 896), std::make_pair(large, large));
 }
 
+// gemm1 with the gated epilogue (a gated activation, gate/up rows interleaved) takes the 192 x 128
+// tile from 120 to 176 rows an expected expert (moe_launch.h kSm90TallTileMinRows/MaxRows,
+// docs/perf-notes.md step 36): Qwen3 T = 1920, 2048, 2816 (120, 128, 176 rows), GPT-OSS T=4096 (128),
+// Mixtral T=640 (160); not at T = 1904 or 2832 (119, 177 rows), nor with concatenated gate/up rows,
+// whose gemm1 has no gated epilogue (the tile is not even a value of its knob); gemm2 never.
+TEST(Knobs, GatedGemmOneTakesThe192RowTileAt120To176Rows) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  const std::string tall = "sm90_m192n128k64_c1x1", large = "sm90_m128n256k64_c1x1";
+  const auto tiles = [](const char* preset, int64_t tokens, GateUpLayout layout) {
+    MoeProblem p = find_preset(preset)->problem;
+    p.quant = QuantScheme::kNone;
+    p.gate_up_layout = layout;
+    return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
+  };
+  const auto inter = GateUpLayout::kInterleaved;
+  for (int64_t t : {1920, 2048, 2816}) {
+    const auto space = tiles("qwen3-30b-a3b", t, inter);
+    EXPECT_EQ(find(space, "gemm1.tile")->heuristic, tall) << t;
+    EXPECT_EQ(find(space, "gemm2.tile")->heuristic, large) << t;
+  }
+  for (int64_t t : {1904, 2832}) EXPECT_EQ(find(tiles("qwen3-30b-a3b", t, inter), "gemm1.tile")->heuristic, large) << t;
+  EXPECT_EQ(find(tiles("gpt-oss-120b", 4096, inter), "gemm1.tile")->heuristic, tall);
+  EXPECT_EQ(find(tiles("mixtral-8x7b", 640, inter), "gemm1.tile")->heuristic, tall);
+  const auto concatenated = tiles("qwen3-30b-a3b", 2048, GateUpLayout::kConcatenated);
+  EXPECT_EQ(find(concatenated, "gemm1.tile")->heuristic, large);
+  for (const char* knob : {"gemm1.tile", "gemm2.tile"}) {
+    const auto& values = find(concatenated, knob)->values;
+    EXPECT_EQ(std::find(values.begin(), values.end(), tall), values.end()) << knob;
+  }
+  const auto& gemm2 = find(tiles("qwen3-30b-a3b", 2048, inter), "gemm2.tile")->values;
+  EXPECT_EQ(std::find(gemm2.begin(), gemm2.end(), tall), gemm2.end());
+  // A caller's gemm2.tile=192 is refused, naming the knob, before anything runs.
+  MoeProblem p = find_preset("qwen3-30b-a3b")->problem;
+  p.quant = QuantScheme::kNone;
+  p.gate_up_layout = inter;
+  const Status s = check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm2.tile", tall}}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gemm2.tile"), std::string::npos) << s.message();
+  EXPECT_TRUE(check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm1.tile", tall}}}).ok());
+}
+
 // gemm2's first weight stages stream under gemm1's tail up to 64 rows an expected expert where gemm2's
 // expert weight (H x I) is below 4M elements, 48 where below 12M, 32 otherwise (moe_launch.h,
 // docs/perf-notes.md step 35 b, c): Qwen3 (1.6M) 64, GPT-OSS (8.3M) 48, DeepSeek-V3 (15M) and

@@ -305,7 +305,7 @@ constexpr GemmTile kAllTiles[] = {GemmTile::kStreamN8,  GemmTile::kStreamN16, Ge
                                   GemmTile::kM32N128,   GemmTile::kM64N128,   GemmTile::kM128N128,  GemmTile::kM128N256};
 // The sm_90a kernel's configurations (Hopper builds; biases go to the activation and finalize kernels).
 constexpr GemmTile kSm90Tiles[] = {GemmTile::kSm90M128N256C1x1, GemmTile::kSm90M128N256C1x2, GemmTile::kSm90M64N128C1x1,
-                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N128C1x1};
+                                   GemmTile::kSm90M64N128C1x2, GemmTile::kSm90M128N128C1x1, GemmTile::kSm90M192N128C1x1};
 // The stream tiles' K split ("auto": from the grid, stream_gemm_launch.cuh); other tiles ignore it.
 constexpr const char* kSplits[] = {"auto", "1", "2", "4", "8"};
 
@@ -332,7 +332,8 @@ int64_t expected_experts(const MoeProblem& p) {
 // Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
-GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90) {
+// `tall`: the GEMM may take the 192 x 128 tile (gemm1 with the gated epilogue, gemm1_gated_epilogue).
+GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, bool tall = false) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
@@ -341,6 +342,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
         (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert))
       return GemmTile::kSm90M64N128C1x1;
+    if (tall && rows_per_expert >= kSm90TallTileMinRows && rows_per_expert <= kSm90TallTileMaxRows)
+      return GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
@@ -439,6 +442,12 @@ KnobSpec decode_split_knob(const MoeProblem& p) {
   return k;
 }
 
+// Whether gemm1 runs the sm_90a kernel's gated epilogue (gemm1_activation_stage): a gated activation
+// with its gate/up rows interleaved. Only then may it take the 192 x 128 tile (sm90_tile_gated_only).
+bool gemm1_gated_epilogue(const MoeProblem& p) {
+  return activation_is_gated(p.activation.kind) && p.gate_up_layout == GateUpLayout::kInterleaved;
+}
+
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
@@ -447,10 +456,13 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   for (const bool first : {true, false}) {
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
+    const bool tall = first && gemm1_gated_epilogue(p);  // the 192 x 128 tile: gated epilogue only
     if (sm90)
-      for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
+      for (GemmTile t : kSm90Tiles)
+        if (t != GemmTile::kSm90M192N128C1x1 || tall) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90)), stage});
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names,
+                     gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall)), stage});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
     // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
@@ -500,6 +512,7 @@ Sm90Tile sm90_tile_of(GemmTile t) {
     case GemmTile::kSm90M64N128C1x1: return Sm90Tile::kM64N128C1x1;
     case GemmTile::kSm90M64N128C1x2: return Sm90Tile::kM64N128C1x2;
     case GemmTile::kSm90M128N128C1x1: return Sm90Tile::kM128N128C1x1;
+    case GemmTile::kSm90M192N128C1x1: return Sm90Tile::kM192N128C1x1;
     default: return Sm90Tile::kM128N256C1x1;
   }
 }

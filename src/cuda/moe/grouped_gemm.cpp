@@ -16,7 +16,8 @@ bool is_sm90_tile(GemmTile t) {
     case GemmTile::kSm90M64N128C1x2:
     case GemmTile::kSm90M128N256C1x1:
     case GemmTile::kSm90M64N128C1x1:
-    case GemmTile::kSm90M128N128C1x1: return true;
+    case GemmTile::kSm90M128N128C1x1:
+    case GemmTile::kSm90M192N128C1x1: return true;
     default: return false;
   }
 }
@@ -33,6 +34,7 @@ const char* gemm_tile_name(GemmTile t) {
     case GemmTile::kSm90M128N256C1x1: return "sm90_m128n256k64_c1x1";
     case GemmTile::kSm90M64N128C1x1: return "sm90_m64n128k128_c1x1";
     case GemmTile::kSm90M128N128C1x1: return "sm90_m128n128k128_c1x1";
+    case GemmTile::kSm90M192N128C1x1: return "sm90_m192n128k64_c1x1";
     case GemmTile::kStreamN8: return "stream_n8k128";
     case GemmTile::kStreamN16: return "stream_n16k128";
     case GemmTile::kStreamN32: return "stream_n32k128";
@@ -52,6 +54,7 @@ int gemm_tile_block_m(GemmTile t) {
     case GemmTile::kSm90M128N256C1x1: return 128;
     case GemmTile::kSm90M64N128C1x1: return 64;
     case GemmTile::kSm90M128N128C1x1: return 128;
+    case GemmTile::kSm90M192N128C1x1: return 192;
     case GemmTile::kStreamN8: return 8;
     case GemmTile::kStreamN16: return 16;
     case GemmTile::kStreamN32: return 32;

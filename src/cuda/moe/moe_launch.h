@@ -194,6 +194,7 @@ enum class GemmTile : uint8_t {
   kSm90M64N128C1x1,
   kSm90M64N128C1x2,
   kSm90M128N128C1x1,
+  kSm90M192N128C1x1,
   kStreamN8,
   kStreamN16,
   kStreamN32,
@@ -318,6 +319,16 @@ inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) 
 // step 18; the 64 x 128 tile without a cluster was faster there too at Qwen3 T=1024, 513 against 520
 // us.) Large weights keep 128 x 256: DeepSeek-V3 T=1024 (29M and 15M) lost 3-7% on 128 x 128 (step 18).
 inline constexpr double kSm90MidTileMaxRows = 64;
+// gemm1 with the gated epilogue (a gated activation, gate/up rows interleaved) takes the 192 x 128
+// tile (Sm90Tile::kM192N128C1x1) from kSm90TallTileMinRows to kSm90TallTileMaxRows rows an expected
+// expert: random routing puts about half the experts of 128 expected rows past one 128-row M tile,
+// and the 192-row tile streams their weights once instead of twice (docs/perf-notes.md step 36).
+// Measured on an H100, gemm1 alone (bench/sm90_overlap, random routing counts) against the 128 x 256
+// tile: Qwen3-30B-A3B -2.6% at 128 rows and -8.6% at 160, GPT-OSS-120B -9.8% at 128, Mixtral-8x7B
+// +3.7% at 128 and -5.3% at 160, DeepSeek-V3 +2.9% at 135 (121 experts hit); from 256 rows every
+// preset loses (two 192-row tiles for what two 128-row tiles hold).
+inline constexpr double kSm90TallTileMinRows = 120;
+inline constexpr double kSm90TallTileMaxRows = 176;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md

@@ -18,7 +18,7 @@ namespace moekit::cuda::moe {
 // max_rows). A [max_rows, k] row-major; B [experts, n, k] row-major (each expert's weight is n x k,
 // k contiguous: a "TN" GEMM); D [max_rows, n] row-major. Rows of D past offsets[experts] are not
 // written. Experts with zero rows are skipped.
-// The kernel's configurations: three tile shapes, the first two with two cluster shapes.
+// The kernel's configurations: four tile shapes, the first two with two cluster shapes.
 //   kM128N256  128 x 256 x 64 tiles, cooperative schedule (two consumer warpgroups on one tile);
 //   kM64N128   64 x 128 x 128 tiles, ping-pong schedule (two consumer warpgroups on alternate
 //              tiles, one's epilogue under the other's mainloop): for a few dozen rows per expert,
@@ -36,9 +36,16 @@ namespace moekit::cuda::moe {
 // each mode and runs the padding tiles in full, so 2 x 1 computes an empty M tile for every expert
 // with an odd M-tile count (every expert below one tile of rows). It measured slower than 1 x 1 or
 // 1 x 2 at every point tried on the H200 (docs/perf-notes.md step 14).
-enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1 };
+//   kM192N128  192 x 128 x 64 tiles, cooperative with the two consumer warpgroups side by side along
+//              N (each on all 192 rows): an expert of 129-192 rows in one M tile, so each weight
+//              tile streams once for it instead of twice (docs/perf-notes.md step 36).
+enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1, kM192N128C1x1 };
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
-                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1};
+                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1};
+
+// Whether tile t runs with the gated epilogue only (gemm1 with a gated activation, gate/up rows
+// interleaved): kM192N128C1x1, whose 192 rows CUTLASS's TMA-store epilogue cannot subtile.
+inline constexpr bool sm90_tile_gated_only(Sm90Tile t) { return t == Sm90Tile::kM192N128C1x1; }
 
 // The order in which the CTAs of the persistent grid take their tiles (sm90_grouped_gemm_kernel.cuh,
 // ClaimedOrderScheduler). Every order gives the same bits: each output tile is one CTA's.

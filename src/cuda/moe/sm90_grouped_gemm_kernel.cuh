@@ -457,6 +457,42 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
   using ClusterShape = Shape<_1, _1, _1>;
 };
 
+// 192 rows: an expert of 129-192 rows in one M tile, so each of its weight tiles streams once, not
+// twice (docs/perf-notes.md step 36). The consumer warpgroups sit side by side along N (each on all
+// 192 rows, three 64-row wgmmas a k-step: SideBySideMma), since CUTLASS's cooperative split of the
+// rows between them needs a multiple of 128. Gated epilogue only (gated_only): CUTLASS's TMA-store
+// epilogue takes a cooperative subtile of 128 rows, which does not divide 192.
+template <>
+struct TileTraits<Sm90Tile::kM192N128C1x1> : Cooperative {
+  using TileShape = Shape<_192, _128, _64>;
+  using ClusterShape = Shape<_1, _1, _1>;
+  static constexpr bool kSideBySide = true;
+};
+
+// CUTLASS's collective mainloop as the builder made it, but with the two consumer warpgroups side by
+// side along N (a 1 x 2 atom layout of wgmmas N / 2 wide), each on all of the tile's rows. The kernel,
+// the gated epilogue and the tail split take the TiledMma from the mainloop and partition by it.
+template <class Built>
+using SideBySideMma = cutlass::gemm::collective::CollectiveMma<
+    typename Built::DispatchPolicy, typename Built::TileShape, typename Built::ElementA, typename Built::StrideA,
+    typename Built::ElementB, typename Built::StrideB,
+    decltype(cute::make_tiled_mma(
+        cute::GMMA::ss_op_selector<typename Built::ElementA, typename Built::ElementB, float,
+                                   Shape<_64, Int<cute::size<1>(typename Built::TileShape{}) / 2>, _64>,
+                                   cute::GMMA::Major::K, cute::GMMA::Major::K>(),
+        Layout<Shape<_1, _2, _1>>{})),
+    typename Built::GmemTiledCopyA, typename Built::SmemLayoutAtomA, typename Built::SmemCopyAtomA,
+    typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB,
+    typename Built::SmemCopyAtomB, typename Built::TransformB>;
+template <class Traits>
+constexpr bool side_by_side() {
+  if constexpr (requires { Traits::kSideBySide; }) return Traits::kSideBySide;
+  return false;
+}
+// The side-by-side tiles have the gated epilogue only (no plain configuration is built for them).
+template <class Traits>
+constexpr bool gated_only() { return side_by_side<Traits>(); }
+
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
 // Mainloop maps CUTLASS's collective mainloop to the one the kernel runs: OverlapMainloop (below,
@@ -603,7 +639,8 @@ struct Config {
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
-  using CollectiveMainloop = Mainloop<BuiltMainloop>;
+  using CollectiveMainloop =
+      Mainloop<std::conditional_t<side_by_side<Traits>(), SideBySideMma<BuiltMainloop>, BuiltMainloop>>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
@@ -812,6 +849,11 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
 template <Sm90Tile T>
 Status launch_tile(const Sm90GemmArgs& a, void* stream) {
   using Traits = TileTraits<T>;
+  if constexpr (gated_only<Traits>()) {
+    (void)stream;
+    (void)a;  // launch_sm90_grouped_gemm refuses these first, naming the tile (sm90_tile_gated_only)
+    return Status::Unsupported("sm90 grouped GEMM: this tile runs with the gated epilogue only");
+  } else {
   if (a.type == Elem::kBF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::bfloat16_t, float, Traits>(a, stream);
   if (a.type == Elem::kF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::half_t, float, Traits>(a, stream);
 #if MOEKIT_SM90_GEMM_SAME_D
@@ -820,6 +862,7 @@ Status launch_tile(const Sm90GemmArgs& a, void* stream) {
 #endif
   return Status::Unsupported(std::string("sm90 grouped GEMM: output type ") + elem_name(a.d_type) + " for " +
                              elem_name(a.type) + " inputs");
+  }
 }
 
 // The gated epilogue writes the input type only (the next GEMM's operand).
@@ -840,12 +883,18 @@ size_t tile_scratch_bytes(int experts, int sm_count) {
   // The workspace is per SM (two mainloop descriptors and one per epilogue warpgroup store, no
   // fusion workspace); take the largest over the element types.
   using Traits = TileTraits<T>;
-  size_t ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, float, Traits>>(experts, sm_count),
-                       workspace_bytes<Config<cutlass::half_t, float, Traits>>(experts, sm_count));
+  size_t ws = 0;
+  if constexpr (gated_only<Traits>()) {
+    ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true>>(experts, sm_count),
+                  workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits, true>>(experts, sm_count));
+  } else {
+    ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, float, Traits>>(experts, sm_count),
+                  workspace_bytes<Config<cutlass::half_t, float, Traits>>(experts, sm_count));
 #if MOEKIT_SM90_GEMM_SAME_D
-  ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
-                 workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
+    ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
+                   workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
 #endif
+  }
   return ScratchLayout(experts, sm_count).workspace + align_up(ws);
 }
 
