@@ -200,10 +200,12 @@ TEST(Knobs, The64x128TileRunsUpTo63RowsForMixtralSizedExperts) {
 }
 
 // gemm1 with the gated epilogue (a gated activation, gate/up rows interleaved) takes the 192 x 128
-// tile from 120 to 176 rows an expected expert (moe_launch.h kSm90TallTileMinRows/MaxRows,
-// docs/perf-notes.md step 36): Qwen3 T = 1920, 2048, 2816 (120, 128, 176 rows), GPT-OSS T=4096 (128),
-// Mixtral T=640 (160); not at T = 1904 or 2832 (119, 177 rows), nor with concatenated gate/up rows,
-// whose gemm1 has no gated epilogue (the tile is not even a value of its knob); gemm2 never.
+// tile from 120 to 176 rows an expected expert, from 144 for Mixtral-sized experts (moe_launch.h
+// kSm90TallTileMinRows etc., docs/perf-notes.md step 36): Qwen3 T = 1920, 2048, 2816 (120, 128, 176
+// rows), GPT-OSS T=4096 (128), Mixtral T = 576, 640 (144, 160); not at Qwen3 T = 1904 or 2832 (119,
+// 177), Mixtral T = 512 (128), nor DeepSeek-V3 T=2048 (its routing concentrates the rows; the tile
+// stays a value of its knob), nor with concatenated gate/up rows, whose gemm1 has no gated epilogue
+// (the tile is not even a value of its knob); gemm2 never.
 TEST(Knobs, GatedGemmOneTakesThe192RowTileAt120To176Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const std::string tall = "sm90_m192n128k64_c1x1", large = "sm90_m128n256k64_c1x1";
@@ -221,7 +223,12 @@ TEST(Knobs, GatedGemmOneTakesThe192RowTileAt120To176Rows) {
   }
   for (int64_t t : {1904, 2832}) EXPECT_EQ(find(tiles("qwen3-30b-a3b", t, inter), "gemm1.tile")->heuristic, large) << t;
   EXPECT_EQ(find(tiles("gpt-oss-120b", 4096, inter), "gemm1.tile")->heuristic, tall);
-  EXPECT_EQ(find(tiles("mixtral-8x7b", 640, inter), "gemm1.tile")->heuristic, tall);
+  for (int64_t t : {576, 640}) EXPECT_EQ(find(tiles("mixtral-8x7b", t, inter), "gemm1.tile")->heuristic, tall) << t;
+  EXPECT_EQ(find(tiles("mixtral-8x7b", 512, inter), "gemm1.tile")->heuristic, large);
+  const auto deepseek = tiles("deepseek-v3", 2048, inter);
+  EXPECT_EQ(find(deepseek, "gemm1.tile")->heuristic, large);
+  const auto& deepseek_values = find(deepseek, "gemm1.tile")->values;
+  EXPECT_NE(std::find(deepseek_values.begin(), deepseek_values.end(), tall), deepseek_values.end());
   const auto concatenated = tiles("qwen3-30b-a3b", 2048, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(concatenated, "gemm1.tile")->heuristic, large);
   for (const char* knob : {"gemm1.tile", "gemm2.tile"}) {

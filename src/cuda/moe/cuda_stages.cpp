@@ -319,9 +319,12 @@ int64_t gemm_k(const MoeProblem& p, bool first) { return first ? p.hidden : p.in
 // experts holding 11-40 (measured on the H200, 5d97b8a: T=256 4311 us on the 16-row stream tile,
 // 3307 on the 32-row one). Half of them is the hedge: when the load is even after all, the tile is
 // one size larger than needed (about 6% slower: Qwen3 T=128, 400 against 377 us).
+bool routing_concentrates(const MoeProblem& p) {
+  return p.input_format == InputFormat::kStandard && p.routing.method == RoutingMethod::kDeepSeekV3;
+}
 int64_t expected_experts(const MoeProblem& p) {
   const int64_t local = p.local_experts();
-  if (p.input_format == InputFormat::kStandard && p.routing.method == RoutingMethod::kDeepSeekV3) return std::max<int64_t>(1, local / 2);
+  if (routing_concentrates(p)) return std::max<int64_t>(1, local / 2);
   return local;
 }
 
@@ -332,7 +335,8 @@ int64_t expected_experts(const MoeProblem& p) {
 // Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
-// `tall`: the GEMM may take the 192 x 128 tile (gemm1 with the gated epilogue, gemm1_gated_epilogue).
+// `tall`: the heuristic may take the 192 x 128 tile (gemm1 with the gated epilogue, routing that does
+// not concentrate the rows: tall_tile_by_default).
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, bool tall = false) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
@@ -342,7 +346,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
         (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert))
       return GemmTile::kSm90M64N128C1x1;
-    if (tall && rows_per_expert >= kSm90TallTileMinRows && rows_per_expert <= kSm90TallTileMaxRows)
+    const double tall_min = huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
+    if (tall && rows_per_expert >= tall_min && rows_per_expert <= kSm90TallTileMaxRows)
       return GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -448,6 +453,14 @@ bool gemm1_gated_epilogue(const MoeProblem& p) {
   return activation_is_gated(p.activation.kind) && p.gate_up_layout == GateUpLayout::kInterleaved;
 }
 
+// Whether the heuristic may give gemm1 the 192 x 128 tile: the gated epilogue, and routing that does
+// not concentrate the rows on a few experts. Under DeepSeek-V3's correction bias (routing_concentrates)
+// the layer measured 9-16% slower with it at 128-160 expected rows (H100, docs/perf-notes.md step
+// 36); the tuner and the caller may still choose it there.
+bool tall_tile_by_default(const MoeProblem& p) {
+  return gemm1_gated_epilogue(p) && !routing_concentrates(p);
+}
+
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
@@ -456,11 +469,12 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   for (const bool first : {true, false}) {
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
-    const bool tall = first && gemm1_gated_epilogue(p);  // the 192 x 128 tile: gated epilogue only
+    const bool tall_legal = first && gemm1_gated_epilogue(p);  // the 192 x 128 tile: gated epilogue only
     if (sm90)
       for (GemmTile t : kSm90Tiles)
-        if (t != GemmTile::kSm90M192N128C1x1 || tall) names.emplace_back(gemm_tile_name(t));
+        if (t != GemmTile::kSm90M192N128C1x1 || tall_legal) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
+    const bool tall = first && tall_tile_by_default(p);
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names,
                      gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall)), stage});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):

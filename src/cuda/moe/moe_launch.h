@@ -321,13 +321,16 @@ inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) 
 inline constexpr double kSm90MidTileMaxRows = 64;
 // gemm1 with the gated epilogue (a gated activation, gate/up rows interleaved) takes the 192 x 128
 // tile (Sm90Tile::kM192N128C1x1) from kSm90TallTileMinRows to kSm90TallTileMaxRows rows an expected
-// expert: random routing puts about half the experts of 128 expected rows past one 128-row M tile,
-// and the 192-row tile streams their weights once instead of twice (docs/perf-notes.md step 36).
-// Measured on an H100, gemm1 alone (bench/sm90_overlap, random routing counts) against the 128 x 256
-// tile: Qwen3-30B-A3B -2.6% at 128 rows and -8.6% at 160, GPT-OSS-120B -9.8% at 128, Mixtral-8x7B
-// +3.7% at 128 and -5.3% at 160, DeepSeek-V3 +2.9% at 135 (121 experts hit); from 256 rows every
-// preset loses (two 192-row tiles for what two 128-row tiles hold).
+// expert (from kSm90HugeExpertTallTileMinRows for experts of kSm90HugeExpert elements or more):
+// random routing puts about half the experts of 128 expected rows past one 128-row M tile, and the
+// 192-row tile streams their weights once instead of twice (docs/perf-notes.md step 36). Not under
+// routing that concentrates the rows (DeepSeek-V3's correction bias: the caller's `tall`). Measured
+// on an H100, the layer against gemm1 on the 128 x 256 tile, best of two turns: GPT-OSS-120B T=4096
+// and 5120 (128, 160 rows) -7.8% and -5.7%, Qwen3-30B-A3B T=2048 and 2560 -1.6% and -4.4%,
+// Mixtral-8x7B T=640 (160) -5.8% but T=512 (128) +3.0%, DeepSeek-V3 T=2048 and 2560 +9.4% and +16.4%.
+// Mixtral's lower bound (144) lies between its two measured points; nothing was measured at 120 or 176.
 inline constexpr double kSm90TallTileMinRows = 120;
+inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
 inline constexpr double kSm90TallTileMaxRows = 176;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
