@@ -245,6 +245,44 @@ TEST(Knobs, GatedGemmOneTakesThe192RowTileAt120To176Rows) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("gemm2.tile"), std::string::npos) << s.message();
   EXPECT_TRUE(check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm1.tile", tall}}}).ok());
+  // The tile runs gemm1 with the gated epilogue only: a choice that also turns the activation's
+  // fusion off is refused, naming both knobs.
+  const Status both = check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm1.tile", tall}, {"fusion.gemm1_activation", "off"}}});
+  EXPECT_FALSE(both.ok());
+  EXPECT_NE(both.message().find("fusion.gemm1_activation=off"), std::string::npos) << both.message();
+}
+
+// Where the heuristic's gemm1 tile is the 192-row one and the caller turns gemm1's activation fusion
+// off (a KernelChoice knob or a FusionControls switch), the plan runs the tile the heuristic would
+// take without it, and says why; where the caller chose the 192-row tile itself, the plan is refused.
+TEST(Knobs, AnUnfusedActivationTakesAnotherTileThanThe192RowOne) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  MoeProblem p = find_preset("gpt-oss-120b")->problem;  // interleaved gate/up rows: T=4096 takes the 192-row tile
+  p.quant = QuantScheme::kNone;
+  const DeviceTarget sm90 = *DeviceTarget::named("sm90");
+  const auto gemm1_tile = [](const MoePlan& plan) {
+    for (const KnobSetting& k : plan.knobs)
+      if (k.name == "gemm1.tile") return k;
+    return KnobSetting{};
+  };
+  EXPECT_EQ(gemm1_tile(make_plan(p, 4096, sm90, {})).value, "sm90_m192n128k64_c1x1");
+  PlanOptions knob;
+  knob.choice = {{{"fusion.gemm1_activation", "off"}}};
+  PlanOptions control;
+  control.fusions.gemm1_activation = Switch::kOff;
+  for (const PlanOptions* o : {&knob, &control}) {
+    const MoePlan plan = make_plan(p, 4096, sm90, *o);
+    EXPECT_TRUE(plan.runnable);
+    EXPECT_EQ(gemm1_tile(plan).value, "sm90_m128n256k64_c1x1");
+    EXPECT_NE(gemm1_tile(plan).source.find("gated epilogue only"), std::string::npos) << gemm1_tile(plan).source;
+  }
+  PlanOptions forced;
+  forced.choice = {{{"gemm1.tile", "sm90_m192n128k64_c1x1"}}};
+  forced.fusions.gemm1_activation = Switch::kOff;
+  const MoePlan refused = make_plan(p, 4096, sm90, forced);
+  EXPECT_FALSE(refused.runnable);
+  ASSERT_FALSE(refused.notes.empty());
+  EXPECT_NE(refused.notes.back().find("cannot run with fusion.gemm1_activation=off"), std::string::npos) << refused.notes.back();
 }
 
 // gemm2's first weight stages stream under gemm1's tail up to 64 rows an expected expert where gemm2's

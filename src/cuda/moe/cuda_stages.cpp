@@ -475,8 +475,14 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
         if (t != GemmTile::kSm90M192N128C1x1 || tall_legal) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     const bool tall = first && tall_tile_by_default(p);
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names,
-                     gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall)), stage});
+    const auto heuristic = [&](bool may_take_tall) {
+      return gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, may_take_tall));
+    };
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, heuristic(tall), stage});
+    // With its activation unfused, gemm1 is a plain GEMM, which the 192 x 128 tile does not run.
+    if (sm90 && tall_legal)
+      knobs.back().conflicts.push_back({gemm_tile_name(GemmTile::kSm90M192N128C1x1), "fusion.gemm1_activation", "off", heuristic(false),
+                                        "the 192 x 128 tile runs gemm1 with the gated epilogue only"});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
     // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
