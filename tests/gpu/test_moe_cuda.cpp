@@ -168,7 +168,7 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
   uint64_t seed = 500;
   for (const char* tile : {"sm90_m128n256k64_c1x1", "sm90_m128n256k64_c1x2", "sm90_m64n128k128_c1x1", "sm90_m64n128k128_c1x2",
-                           "sm90_m128n128k128_c1x1"}) {
+                           "sm90_m128n128k128_c1x1", "sm90_m192n128k64_c1x1"}) {
     std::vector<Case> cases = epilogue_cases();
     // T = 0 too: with both GEMMs forced onto 64 x 128 the overlapped pair's rule sees no rows; T = 380
     // and 500 (47.5 and 62.5 rows an expert) are inside the pair's range for these tiny experts, at
@@ -198,12 +198,12 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   }
 }
 
-// gemm1 on the 192 x 128 tile (gated epilogue only: gemm2 keeps the heuristic's tile) against the
-// float64 reference: interleaved gate/up rows with a gated activation, at T = 0, 3, 77 and at 125 and
-// 250 rows an expected expert (E64 K8 T = 1000, 2000: experts on either side of one 192-row M tile),
-// with biases (GPT-OSS's clamped SwiGLU), f16, and no_combine. (Its gemm1 outputs are bitwise the
-// 128 x 256 tile's, the same k order per output: bench/sm90_overlap checked that, docs/perf-notes.md
-// step 36 a; this test holds it to the reference.)
+// Both GEMMs on the 192 x 128 tile (gemm1 with the gated epilogue, gemm2 with the plain one's 64-row
+// subtiles) against the float64 reference: interleaved gate/up rows with a gated activation, at
+// T = 0, 3, 77 and at 125 and 250 rows an expected expert (E64 K8 T = 1000, 2000: experts on either
+// side of one 192-row M tile), with biases (GPT-OSS's clamped SwiGLU), f16, and no_combine. (Its
+// gemm1 outputs are bitwise the 128 x 256 tile's, the same k order per output: bench/sm90_overlap
+// checked that, docs/perf-notes.md step 36 a; this test holds the layer to the reference.)
 TEST(MoeCuda, TallTileGivesTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
@@ -223,8 +223,8 @@ TEST(MoeCuda, TallTileGivesTheSameLayer) {
   uint64_t seed = 900;
   for (Case c : cases) {
     c.fusions.whole_layer = Switch::kOff;
-    c.choice.knobs = {{"gemm1.tile", "sm90_m192n128k64_c1x1"}};
-    c.name = "gemm1 192x128: " + c.name;
+    c.choice.knobs = {{"gemm1.tile", "sm90_m192n128k64_c1x1"}, {"gemm2.tile", "sm90_m192n128k64_c1x1"}};
+    c.name = "both GEMMs 192x128: " + c.name;
     expect_within_tolerance(c, ++seed);
   }
 }

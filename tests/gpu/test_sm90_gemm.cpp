@@ -210,14 +210,8 @@ std::string tile_label(Sm90Tile t) {
   return "tile " + std::to_string(static_cast<int>(t));
 }
 
-// The tiles with a plain (TMA-store) configuration: all but the gated-only 192 x 128
-// (sm90_tile_gated_only), which the gated tests run and TallTileRunsGatedOnly checks is refused.
-std::vector<Sm90Tile> plain_tiles() {
-  std::vector<Sm90Tile> tiles;
-  for (Sm90Tile t : cuda::moe::kSm90TileList)
-    if (!cuda::moe::sm90_tile_gated_only(t)) tiles.push_back(t);
-  return tiles;
-}
+// Every tile has both configurations (the plain TMA-store epilogue and the gated one).
+std::vector<Sm90Tile> all_tiles() { return {std::begin(cuda::moe::kSm90TileList), std::end(cuda::moe::kSm90TileList)}; }
 
 std::string order_label(Sm90TileOrder o) {
   switch (o) {
@@ -360,7 +354,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
 
 TEST(Sm90GroupedGemm, Bf16LargeShapes) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : plain_tiles())
+  for (Sm90Tile tile : all_tiles())
     for (int experts : {1, 8, 64})
       for (int64_t rows : {0, 1, 77, 1000}) {
         // 64 experts of 2880 x 1408 are 0.5 GB of host weights; use a smaller (still odd) shape there.
@@ -371,7 +365,7 @@ TEST(Sm90GroupedGemm, Bf16LargeShapes) {
 
 TEST(Sm90GroupedGemm, F16) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : plain_tiles()) {
+  for (Sm90Tile tile : all_tiles()) {
     run_case({Elem::kF16, 8, 77, 2880, 1408, tile});
     run_case({Elem::kF16, 64, 1000, 360, 712, tile});
   }
@@ -489,24 +483,6 @@ TEST(Sm90GroupedGemm, GatedEpilogueEveryTileAndActivation) {
   }
 }
 
-// The 192 x 128 tile has the gated epilogue only (CUTLASS's TMA-store epilogue cannot subtile its
-// rows): a plain launch on it is refused, naming the tile and why, and D keeps its poison.
-TEST(Sm90GroupedGemm, TallTileRunsGatedOnly) {
-  MOEKIT_REQUIRE_SM90();
-  const Case c{Elem::kBF16, 4, 300, 272, 264, Sm90Tile::kM192N128C1x1, {50, 100, 150, 0}};
-  std::mt19937_64 rng(99);
-  const CaseOperands g(c, rng);
-  ASSERT_TRUE(g.allocated());
-  std::vector<float> got(static_cast<size_t>(g.max_rows * c.n), std::numeric_limits<float>::quiet_NaN());
-  upload(g.dd.p, got.data(), got.size() * 4);
-  const Status st = cuda::moe::launch_sm90_grouped_gemm(g.args(), nullptr);
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-  EXPECT_NE(st.message().find("gated epilogue only"), std::string::npos) << st.message();
-  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
-  MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), g.dd.p, got.size() * 4, cudaMemcpyDeviceToHost));
-  for (float x : got) ASSERT_TRUE(std::isnan(x)) << "a refused launch wrote D";
-}
-
 // The rows of all experts together.
 int64_t total_of(const std::vector<int64_t>& counts) { return std::accumulate(counts.begin(), counts.end(), int64_t{0}); }
 
@@ -528,7 +504,7 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
   const int64_t rows = total_of(counts);
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
     // N = 520: two 256-wide tiles and a short one; K = 264: four k-tiles of 64 and a short one.
-    if (!cuda::moe::sm90_tile_gated_only(tile)) run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
+    run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
     run_gated_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, Activation::kSwiGLU, true, counts});
   }
 }
@@ -543,7 +519,7 @@ TEST(Sm90GroupedGemm, SixteenBitOutputIsTheFloat32OutputRounded) {
   const auto counts = counts_around_warpgroup_rows();
   const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
-  for (Sm90Tile tile : plain_tiles())
+  for (Sm90Tile tile : all_tiles())
     for (Elem type : {Elem::kBF16, Elem::kF16})
       for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
         const Case c{type, experts, rows, 520, 264, tile, counts, order};
@@ -574,13 +550,11 @@ TEST(Sm90GroupedGemm, ClaimedTileOrderGivesTheSameBits) {
   const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
   for (Sm90Tile tile : cuda::moe::kSm90TileList) {
-    if (!cuda::moe::sm90_tile_gated_only(tile)) {
-      std::vector<float> fixed, claimed;
-      run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kFixed}, &fixed);
-      run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kClaimed}, &claimed);
-      ASSERT_EQ(fixed.size(), claimed.size());
-      EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
-    }
+    std::vector<float> fixed, claimed;
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kFixed}, &fixed);
+    run_case({Elem::kBF16, experts, rows, 2056, 136, tile, counts, Sm90TileOrder::kClaimed}, &claimed);
+    ASSERT_EQ(fixed.size(), claimed.size());
+    EXPECT_EQ(std::memcmp(fixed.data(), claimed.data(), fixed.size() * 4), 0) << tile_label(tile) << ": plain GEMM";
     std::vector<uint16_t> gated_fixed, gated_claimed;
     run_gated_case({Elem::kBF16, experts, rows, 2056, 136, tile, Activation::kSwiGLU, true, counts, Sm90TileOrder::kFixed},
                    &gated_fixed);
@@ -606,9 +580,11 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
   std::vector<int64_t> over64 = fit, over128 = fit;
   over64[7] = 65;
   over128[7] = 129;
-  for (Sm90Tile tile : plain_tiles()) {
+  for (Sm90Tile tile : all_tiles()) {
     const bool cluster = tile == Sm90Tile::kM128N256C1x2 || tile == Sm90Tile::kM64N128C1x2;
-    const int64_t tile_m = tile == Sm90Tile::kM64N128C1x1 || tile == Sm90Tile::kM64N128C1x2 ? 64 : 128;
+    const int64_t tile_m = tile == Sm90Tile::kM64N128C1x1 || tile == Sm90Tile::kM64N128C1x2 ? 64
+                           : tile == Sm90Tile::kM192N128C1x1                               ? 192
+                                                                                           : 128;
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed, Sm90TileOrder::kAuto})
       for (const auto* counts : {&fit, &over64, &over128}) {
         int64_t rows = 0, most = 0;
@@ -638,10 +614,12 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
 // K = 2056 gives 33 k-tiles of 64 (128 x 256) or 17 of 128 (128 x 128), the last one partial.
 // Rows 0, 1, 3 and 77 (no whole round: kAlways splits, kAuto does not), and 36 uneven experts of
 // 1-40 rows, one empty and one of 150 (two M tiles): with N = 1040 (5 N tiles of 256, 9 of 128) one
-// whole round and 48 tiles left on 132 SMs (128 x 256), two and 60 (128 x 128), so both split.
+// whole round and 48 tiles left on 132 SMs (128 x 256), two and 60 (128 x 128), two and 51
+// (192 x 128: every expert in one M tile), so all three split.
 uint64_t expected_tail_ctas(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n, int64_t k,
                             cuda::moe::Sm90TailSplit mode) {
-  const int64_t tile_m = 128, tile_n = tile == Sm90Tile::kM128N256C1x1 ? 256 : 128, tile_k = tile == Sm90Tile::kM128N256C1x1 ? 64 : 128;
+  const bool tall = tile == Sm90Tile::kM192N128C1x1, wide = tile == Sm90Tile::kM128N256C1x1;
+  const int64_t tile_m = tall ? 192 : 128, tile_n = wide ? 256 : 128, tile_k = tall || wide ? 64 : 128;
   uint64_t tiles = 0;
   for (int64_t c : counts) tiles += static_cast<uint64_t>((c + tile_m - 1) / tile_m * ((n + tile_n - 1) / tile_n));
   const uint64_t grid = static_cast<uint64_t>(sm_count()), k_tiles = static_cast<uint64_t>((k + tile_k - 1) / tile_k);
@@ -659,7 +637,7 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
   std::vector<int64_t> uneven;
   for (int e = 0; e < 36; ++e) uneven.push_back(e == 9 ? 0 : e == 20 ? 150 : 1 + (e * 17) % 40);
   const std::vector<std::vector<int64_t>> row_sets = {{0, 0, 0, 0}, {0, 1, 0, 0}, {2, 0, 1, 0}, {30, 0, 40, 7}, uneven};
-  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N128C1x1}) {
+  for (Sm90Tile tile : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1}) {
     for (const auto& counts : row_sets) {
       const int64_t n = counts.size() == 36 ? 1040 : 520;
       const int64_t rows = total_of(counts);
@@ -687,6 +665,7 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
   if (sm_count() == 132) {
     EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N256C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
     EXPECT_GT(expected_tail_ctas(Sm90Tile::kM128N128C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
+    EXPECT_GT(expected_tail_ctas(Sm90Tile::kM192N128C1x1, uneven, 1040, k, Sm90TailSplit::kAuto), 0u);
   }
   // The gated epilogue (gemm1) takes the split as the plain one does, on the 192 x 128 tile too (its
   // warpgroups side by side: each thread's partial is 96 values of its 192 x 64 half).
@@ -703,7 +682,7 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
 // its first stages to the rest).
 TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
   MOEKIT_REQUIRE_SM90();
-  for (Sm90Tile tile : plain_tiles())
+  for (Sm90Tile tile : all_tiles())
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed}) {
       Case c{Elem::kBF16, 7, 300, 264, 1096, tile};
       c.order = order;
@@ -720,7 +699,7 @@ TEST(Sm90GroupedGemm, LaunchWithoutSetupReusesTheLastSetup) {
 TEST(Sm90GroupedGemm, TwoSetupsInOneLaunch) {
   MOEKIT_REQUIRE_SM90();
   std::mt19937_64 rng(4242);
-  for (Sm90Tile first_tile : plain_tiles()) {
+  for (Sm90Tile first_tile : all_tiles()) {
     Case c1{Elem::kBF16, 9, 251, 264, 1096, first_tile};
     c1.order = Sm90TileOrder::kAuto;
     Case c2{Elem::kF16, 13, 120, 136, 520, Sm90Tile::kM64N128C1x1};

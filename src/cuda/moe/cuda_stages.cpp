@@ -448,13 +448,13 @@ KnobSpec decode_split_knob(const MoeProblem& p) {
 }
 
 // Whether gemm1 runs the sm_90a kernel's gated epilogue (gemm1_activation_stage): a gated activation
-// with its gate/up rows interleaved. Only then may it take the 192 x 128 tile (sm90_tile_gated_only).
+// with its gate/up rows interleaved.
 bool gemm1_gated_epilogue(const MoeProblem& p) {
   return activation_is_gated(p.activation.kind) && p.gate_up_layout == GateUpLayout::kInterleaved;
 }
 
-// Whether the heuristic may give gemm1 the 192 x 128 tile: the gated epilogue, and routing that does
-// not concentrate the rows on a few experts. Under DeepSeek-V3's correction bias (routing_concentrates)
+// Whether the heuristic may give gemm1 the 192 x 128 tile: the gated epilogue (where it was
+// measured), and routing that does not concentrate the rows on a few experts. Under DeepSeek-V3's correction bias (routing_concentrates)
 // the layer measured 9-16% slower with it at 128-160 expected rows (H100, docs/perf-notes.md step
 // 36); the tuner and the caller may still choose it there.
 bool tall_tile_by_default(const MoeProblem& p) {
@@ -469,20 +469,14 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   for (const bool first : {true, false}) {
     std::vector<std::string> names;
     for (GemmTile t : kAllTiles) names.emplace_back(gemm_tile_name(t));
-    const bool tall_legal = first && gemm1_gated_epilogue(p);  // the 192 x 128 tile: gated epilogue only
     if (sm90)
-      for (GemmTile t : kSm90Tiles)
-        if (t != GemmTile::kSm90M192N128C1x1 || tall_legal) names.emplace_back(gemm_tile_name(t));
+      for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
     const bool tall = first && tall_tile_by_default(p);
     const auto heuristic = [&](bool may_take_tall) {
       return gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, may_take_tall));
     };
     knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, heuristic(tall), stage});
-    // With its activation unfused, gemm1 is a plain GEMM, which the 192 x 128 tile does not run.
-    if (sm90 && tall_legal)
-      knobs.back().conflicts.push_back({gemm_tile_name(GemmTile::kSm90M192N128C1x1), "fusion.gemm1_activation", "off", heuristic(false),
-                                        "the 192 x 128 tile runs gemm1 with the gated epilogue only"});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
     // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where

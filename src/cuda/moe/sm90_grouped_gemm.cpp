@@ -86,10 +86,6 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
     if (a.bias != nullptr && a.bias_type != Elem::kF32 && a.bias_type != Elem::kBF16 && a.bias_type != Elem::kF16)
       return Status::InvalidArgument("sm90 grouped GEMM: unknown bias_type");
   }
-  if (a.gated_activation < 0 && sm90_tile_gated_only(a.tile))
-    return Status::Unsupported("sm90 grouped GEMM: tile " + std::to_string(static_cast<int>(a.tile)) +
-                               " (192 x 128) runs with the gated epilogue only: gated_activation=" +
-                               std::to_string(a.gated_activation) + " (a plain GEMM)");
   Status st = Status::InvalidArgument("sm90 grouped GEMM: unknown tile " + std::to_string(static_cast<int>(a.tile)));
   if (a.gated_activation >= 0)
     with_tile(a.tile, [&](auto tile) { st = sm90::launch_gated_tile<decltype(tile)::value>(a, stream); });

@@ -43,10 +43,6 @@ enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
                                              Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1};
 
-// Whether tile t runs with the gated epilogue only (gemm1 with a gated activation, gate/up rows
-// interleaved): kM192N128C1x1, whose 192 rows CUTLASS's TMA-store epilogue cannot subtile.
-inline constexpr bool sm90_tile_gated_only(Sm90Tile t) { return t == Sm90Tile::kM192N128C1x1; }
-
 // The order in which the CTAs of the persistent grid take their tiles (sm90_grouped_gemm_kernel.cuh,
 // ClaimedOrderScheduler). Every order gives the same bits: each output tile is one CTA's.
 //   kFixed    CUTLASS's: CTA c takes tiles c, c + grid, c + 2 grid, ... .

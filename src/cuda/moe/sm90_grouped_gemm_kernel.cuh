@@ -460,8 +460,8 @@ struct TileTraits<Sm90Tile::kM128N128C1x1> : Cooperative {
 // 192 rows: an expert of 129-192 rows in one M tile, so each of its weight tiles streams once, not
 // twice (docs/perf-notes.md step 36). The consumer warpgroups sit side by side along N (each on all
 // 192 rows, three 64-row wgmmas a k-step: SideBySideMma), since CUTLASS's cooperative split of the
-// rows between them needs a multiple of 128. Gated epilogue only (gated_only): CUTLASS's TMA-store
-// epilogue takes a cooperative subtile of 128 rows, which does not divide 192.
+// rows between them needs a multiple of 128. The plain epilogue stores 64-row subtiles
+// (Config::SideBySidePlainEpilogueOf), the gated one partitions by the TiledMma as for any tile.
 template <>
 struct TileTraits<Sm90Tile::kM192N128C1x1> : Cooperative {
   using TileShape = Shape<_192, _128, _64>;
@@ -489,9 +489,6 @@ constexpr bool side_by_side() {
   if constexpr (requires { Traits::kSideBySide; }) return Traits::kSideBySide;
   return false;
 }
-// The side-by-side tiles have the gated epilogue only (no plain configuration is built for them).
-template <class Traits>
-constexpr bool gated_only() { return side_by_side<Traits>(); }
 
 // Gated: gemm1 with the gated activation in the epilogue (sm90_gated_epilogue.cuh), which writes
 // from registers (no shared memory: the mainloop gets the epilogue's share for its stages).
@@ -619,19 +616,33 @@ struct Config {
   using ElementAccumulator = float;
 
   // No C operand (void): D = alpha * acc with alpha = 1, beta = 0. Built only for the plain
-  // configurations (::type is named only there): CUTLASS's TMA-store epilogue needs a tile M that
-  // its epilogue tile divides, which the experiments' gated 192-row tiles do not have.
+  // configurations (::type is named only there).
+  using PlainFusion = cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>;
   struct PlainEpilogueOf {
     using type = EpilogueWrap<typename cutlass::epilogue::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-        cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
-        void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
-        cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>>::CollectiveOp>;
+        cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, void, LayoutD*, kAlignD,
+        ElementD, LayoutD*, kAlignD, EpilogueSchedule, PlainFusion>::CollectiveOp>;
+  };
+  // The side-by-side tiles (192 rows): CUTLASS's builder takes a cooperative subtile of 128 rows
+  // only, which does not divide 192. The same ptr-array TMA-store collective is built here by hand
+  // with 64-row subtiles as wide as the tile, so each subtile holds both warpgroups' columns and all
+  // 256 consumer threads store it: a fragment of 64 * N / 256 values a thread (the builder's policy
+  // would assume 128 threads for a 64-row subtile), two store stages as the builder gives (three C
+  // stages, unallocated without a C operand), one store descriptor per consumer warpgroup.
+  struct SideBySidePlainEpilogueOf {
+    static constexpr int kN = cute::size<1>(TileShape{});
+    using EpilogueTile = Shape<_64, Int<kN>>;
+    using Policy = cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<3, 2, 64 * kN / 256, false, false, 2>;
+    using type = EpilogueWrap<typename cutlass::epilogue::collective::detail::Sm90TmaBuilderImpl<
+        TileShape, EpilogueTile, ElementAccumulator, ElementAccumulator, void, LayoutD*, kAlignD, ElementD, LayoutD*,
+        kAlignD, PlainFusion, Policy>::CollectiveOp>;
   };
   using GatedEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<
       GatedEpilogueArray<ElementD, cutlass::detail::TagToStrideC_t<LayoutD*>>>;
-  using CollectiveEpilogue =
-      typename std::conditional_t<Gated, std::type_identity<GatedEpilogue>, PlainEpilogueOf>::type;
+  using CollectiveEpilogue = typename std::conditional_t<
+      Gated, std::type_identity<GatedEpilogue>,
+      std::conditional_t<side_by_side<Traits>(), SideBySidePlainEpilogueOf, PlainEpilogueOf>>::type;
 
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA*, kAlignAB, ElementAB, LayoutB*,
@@ -849,11 +860,6 @@ Status launch_typed(const Sm90GemmArgs& a, void* stream) {
 template <Sm90Tile T>
 Status launch_tile(const Sm90GemmArgs& a, void* stream) {
   using Traits = TileTraits<T>;
-  if constexpr (gated_only<Traits>()) {
-    (void)stream;
-    (void)a;  // launch_sm90_grouped_gemm refuses these first, naming the tile (sm90_tile_gated_only)
-    return Status::Unsupported("sm90 grouped GEMM: this tile runs with the gated epilogue only");
-  } else {
   if (a.type == Elem::kBF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::bfloat16_t, float, Traits>(a, stream);
   if (a.type == Elem::kF16 && a.d_type == Elem::kF32) return launch_typed<cutlass::half_t, float, Traits>(a, stream);
 #if MOEKIT_SM90_GEMM_SAME_D
@@ -862,7 +868,6 @@ Status launch_tile(const Sm90GemmArgs& a, void* stream) {
 #endif
   return Status::Unsupported(std::string("sm90 grouped GEMM: output type ") + elem_name(a.d_type) + " for " +
                              elem_name(a.type) + " inputs");
-  }
 }
 
 // The gated epilogue writes the input type only (the next GEMM's operand).
@@ -883,18 +888,12 @@ size_t tile_scratch_bytes(int experts, int sm_count) {
   // The workspace is per SM (two mainloop descriptors and one per epilogue warpgroup store, no
   // fusion workspace); take the largest over the element types.
   using Traits = TileTraits<T>;
-  size_t ws = 0;
-  if constexpr (gated_only<Traits>()) {
-    ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits, true>>(experts, sm_count),
-                  workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits, true>>(experts, sm_count));
-  } else {
-    ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, float, Traits>>(experts, sm_count),
-                  workspace_bytes<Config<cutlass::half_t, float, Traits>>(experts, sm_count));
+  size_t ws = std::max(workspace_bytes<Config<cutlass::bfloat16_t, float, Traits>>(experts, sm_count),
+                       workspace_bytes<Config<cutlass::half_t, float, Traits>>(experts, sm_count));
 #if MOEKIT_SM90_GEMM_SAME_D
-    ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
-                   workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
+  ws = std::max({ws, workspace_bytes<Config<cutlass::bfloat16_t, cutlass::bfloat16_t, Traits>>(experts, sm_count),
+                 workspace_bytes<Config<cutlass::half_t, cutlass::half_t, Traits>>(experts, sm_count)});
 #endif
-  }
   return ScratchLayout(experts, sm_count).workspace + align_up(ws);
 }
 
