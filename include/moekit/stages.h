@@ -158,19 +158,6 @@ struct KnobSpec {
   std::vector<std::string> values;
   std::string heuristic;
   Stage stage = Stage::kGemm1;
-  // A value of this knob that another knob's value rules out (the CUDA backend's 192 x 128 tile runs
-  // gemm1 with the gated epilogue only, so not with fusion.gemm1_activation=off). make_plan checks
-  // them against the plan's final values (a fusion knob's: the fusion's decision): where `value` is
-  // the heuristic's, `instead` runs and the plan says why; where the caller or a table chose it, the
-  // plan is refused. check_choice refuses a choice that names both.
-  struct Conflict {
-    std::string value;
-    std::string knob;
-    std::string other;
-    std::string instead;
-    std::string why;
-  };
-  std::vector<Conflict> conflicts = {};
 };
 
 struct DeviceTarget;

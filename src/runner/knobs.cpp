@@ -63,12 +63,6 @@ Status check_choice(const PlanQuery& query, const DeviceTarget& device, const Ke
       return Status::InvalidArgument(fmt::format("knob {}={} is not legal here (T={}; legal: {})", name, value, query.num_tokens,
                                                  fmt::join(spec->values, ", ")));
   }
-  for (const KnobSpec& k : space)
-    for (const KnobSpec::Conflict& c : k.conflicts) {
-      const auto mine = choice.knobs.find(k.name), theirs = choice.knobs.find(c.knob);
-      if (mine != choice.knobs.end() && theirs != choice.knobs.end() && mine->second == c.value && theirs->second == c.other)
-        return Status::InvalidArgument(fmt::format("knob {}={} cannot run with {}={}: {}", k.name, c.value, c.knob, c.other, c.why));
-    }
   return Status::Ok();
 }
 

@@ -42,33 +42,6 @@ Decision steer(Decision d, const Steerer& s) {
   return d;
 }
 
-// The plan's final value of knob `name`: a fusion knob's from the fusion's decision, any other from
-// plan.knobs; empty when the plan has no such knob.
-std::string final_knob_value(const MoePlan& plan, const std::string& name) {
-  for (const FusionDecision& f : plan.fusions)
-    if (fusion_knob_name(f.fusion) == name) return f.decision.on ? "on" : "off";
-  for (const KnobSetting& k : plan.knobs)
-    if (k.name == name) return k.value;
-  return "";
-}
-
-// KnobSpec::conflicts against the plan's final values (the fusions are decided by now): a heuristic
-// value gives way to its stand-in, a caller's or a table's makes the plan unrunnable.
-void settle_knob_conflicts(MoePlan& plan, const std::vector<KnobSpec>& space) {
-  for (const KnobSpec& spec : space)
-    for (const KnobSpec::Conflict& c : spec.conflicts) {
-      auto k = std::find_if(plan.knobs.begin(), plan.knobs.end(), [&](const KnobSetting& s) { return s.name == spec.name; });
-      if (k == plan.knobs.end() || k->value != c.value || final_knob_value(plan, c.knob) != c.other) continue;
-      if (k->source == "heuristic") {
-        k->value = c.instead;
-        k->source = fmt::format("heuristic ({} with {}={}: {})", c.value, c.knob, c.other, c.why);
-      } else {
-        plan.runnable = false;
-        plan.notes.push_back(fmt::format("{}={} ({}) cannot run with {}={}: {}", spec.name, c.value, k->source, c.knob, c.other, c.why));
-      }
-    }
-}
-
 struct PipelineBuilder {
   MoePlan& plan;
   const Registry& registry;
@@ -265,8 +238,6 @@ MoePlan make_plan(const MoeProblem& problem, int64_t num_tokens, const DeviceTar
   } else {
     PipelineBuilder{plan, registry}.build();
   }
-
-  settle_knob_conflicts(plan, space);
 
   const bool act_fused = plan.fusion(Fusion::kGemm1Activation).decision.on;
   for (auto p : {rules::router_weight_placement(in), rules::routed_scaling_placement(in), rules::gemm1_awq_placement(in),

@@ -231,58 +231,40 @@ TEST(Knobs, GatedGemmOneTakesThe192RowTileAt120To176Rows) {
   EXPECT_NE(std::find(deepseek_values.begin(), deepseek_values.end(), tall), deepseek_values.end());
   const auto concatenated = tiles("qwen3-30b-a3b", 2048, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(concatenated, "gemm1.tile")->heuristic, large);
-  for (const char* knob : {"gemm1.tile", "gemm2.tile"}) {
-    const auto& values = find(concatenated, knob)->values;
-    EXPECT_EQ(std::find(values.begin(), values.end(), tall), values.end()) << knob;
-  }
-  const auto& gemm2 = find(tiles("qwen3-30b-a3b", 2048, inter), "gemm2.tile")->values;
-  EXPECT_EQ(std::find(gemm2.begin(), gemm2.end(), tall), gemm2.end());
-  // A caller's gemm2.tile=192 is refused, naming the knob, before anything runs.
-  MoeProblem p = find_preset("qwen3-30b-a3b")->problem;
-  p.quant = QuantScheme::kNone;
-  p.gate_up_layout = inter;
-  const Status s = check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm2.tile", tall}}});
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("gemm2.tile"), std::string::npos) << s.message();
-  EXPECT_TRUE(check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm1.tile", tall}}}).ok());
-  // The tile runs gemm1 with the gated epilogue only: a choice that also turns the activation's
-  // fusion off is refused, naming both knobs.
-  const Status both = check_choice({p, 2048, {}}, *DeviceTarget::named("sm90"), {{{"gemm1.tile", tall}, {"fusion.gemm1_activation", "off"}}});
-  EXPECT_FALSE(both.ok());
-  EXPECT_NE(both.message().find("fusion.gemm1_activation=off"), std::string::npos) << both.message();
 }
 
-// Where the heuristic's gemm1 tile is the 192-row one and the caller turns gemm1's activation fusion
-// off (a KernelChoice knob or a FusionControls switch), the plan runs the tile the heuristic would
-// take without it, and says why; where the caller chose the 192-row tile itself, the plan is refused.
-TEST(Knobs, AnUnfusedActivationTakesAnotherTileThanThe192RowOne) {
+// The 192 x 128 tile has both epilogues (the gated one and the plain TMA store in 64-row subtiles),
+// so it is a value of both GEMMs' tile knobs on Hopper whatever the layout and the fusions, and a plan
+// whose gemm1 runs it unfused (fusion.gemm1_activation=off: a plain gemm1) is runnable.
+TEST(Knobs, TheTallTileIsAValueOfBothGemmsOnHopper) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
-  MoeProblem p = find_preset("gpt-oss-120b")->problem;  // interleaved gate/up rows: T=4096 takes the 192-row tile
-  p.quant = QuantScheme::kNone;
+  const std::string tall = "sm90_m192n128k64_c1x1";
   const DeviceTarget sm90 = *DeviceTarget::named("sm90");
-  const auto gemm1_tile = [](const MoePlan& plan) {
-    for (const KnobSetting& k : plan.knobs)
-      if (k.name == "gemm1.tile") return k;
-    return KnobSetting{};
-  };
-  EXPECT_EQ(gemm1_tile(make_plan(p, 4096, sm90, {})).value, "sm90_m192n128k64_c1x1");
-  PlanOptions knob;
-  knob.choice = {{{"fusion.gemm1_activation", "off"}}};
-  PlanOptions control;
-  control.fusions.gemm1_activation = Switch::kOff;
-  for (const PlanOptions* o : {&knob, &control}) {
-    const MoePlan plan = make_plan(p, 4096, sm90, *o);
-    EXPECT_TRUE(plan.runnable);
-    EXPECT_EQ(gemm1_tile(plan).value, "sm90_m128n256k64_c1x1");
-    EXPECT_NE(gemm1_tile(plan).source.find("gated epilogue only"), std::string::npos) << gemm1_tile(plan).source;
+  for (GateUpLayout layout : {GateUpLayout::kInterleaved, GateUpLayout::kConcatenated}) {
+    MoeProblem p = find_preset("qwen3-30b-a3b")->problem;
+    p.quant = QuantScheme::kNone;
+    p.gate_up_layout = layout;
+    const auto space = knob_space({p, 2048, {}}, sm90);
+    for (const char* knob : {"gemm1.tile", "gemm2.tile"}) {
+      const auto& values = find(space, knob)->values;
+      EXPECT_NE(std::find(values.begin(), values.end(), tall), values.end()) << knob;
+    }
+    EXPECT_TRUE(check_choice({p, 2048, {}}, sm90, {{{"gemm1.tile", tall}, {"gemm2.tile", tall}}}).ok());
   }
-  PlanOptions forced;
-  forced.choice = {{{"gemm1.tile", "sm90_m192n128k64_c1x1"}}};
-  forced.fusions.gemm1_activation = Switch::kOff;
-  const MoePlan refused = make_plan(p, 4096, sm90, forced);
-  EXPECT_FALSE(refused.runnable);
-  ASSERT_FALSE(refused.notes.empty());
-  EXPECT_NE(refused.notes.back().find("cannot run with fusion.gemm1_activation=off"), std::string::npos) << refused.notes.back();
+  MoeProblem p = find_preset("gpt-oss-120b")->problem;  // interleaved gate/up rows
+  p.quant = QuantScheme::kNone;
+  PlanOptions unfused;
+  unfused.choice = {{{"gemm1.tile", tall}, {"fusion.gemm1_activation", "off"}}};
+  const MoePlan plan = make_plan(p, 4096, sm90, unfused);
+  EXPECT_TRUE(plan.runnable);
+  EXPECT_FALSE(plan.fusion(Fusion::kGemm1Activation).decision.on);
+  bool found = false;
+  for (const KnobSetting& k : plan.knobs)
+    if (k.name == "gemm1.tile") {
+      found = true;
+      EXPECT_EQ(k.value, tall);
+    }
+  EXPECT_TRUE(found);
 }
 
 // gemm2's first weight stages stream under gemm1's tail up to 64 rows an expected expert where gemm2's

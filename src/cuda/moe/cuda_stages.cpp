@@ -328,6 +328,10 @@ int64_t expected_experts(const MoeProblem& p) {
   return local;
 }
 
+// The windows of rows an expected expert in which the heuristic takes the 192 x 128 tile
+// (moe_launch.h, kSm90TallTileMinRows etc.): none, gemm1's (the gated epilogue) or gemm2's.
+enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
+
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
@@ -335,9 +339,8 @@ int64_t expected_experts(const MoeProblem& p) {
 // Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
-// `tall`: the heuristic may take the 192 x 128 tile (gemm1 with the gated epilogue, routing that does
-// not concentrate the rows: tall_tile_by_default).
-GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, bool tall = false) {
+// `tall`: the window of rows in which the heuristic takes the 192 x 128 tile (tall_window), if any.
+GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
@@ -346,8 +349,10 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
         (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert))
       return GemmTile::kSm90M64N128C1x1;
-    const double tall_min = huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
-    if (tall && rows_per_expert >= tall_min && rows_per_expert <= kSm90TallTileMaxRows)
+    const bool second = tall == TallWindow::kGemm2;
+    const double tall_min = second ? kSm90TallGemm2MinRows : huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
+    const double tall_max = second ? kSm90TallGemm2MaxRows : huge_expert ? kSm90HugeExpertTallTileMaxRows : kSm90TallTileMaxRows;
+    if (tall != TallWindow::kNone && rows_per_expert >= tall_min && rows_per_expert <= tall_max)
       return GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -453,12 +458,15 @@ bool gemm1_gated_epilogue(const MoeProblem& p) {
   return activation_is_gated(p.activation.kind) && p.gate_up_layout == GateUpLayout::kInterleaved;
 }
 
-// Whether the heuristic may give gemm1 the 192 x 128 tile: the gated epilogue (where it was
-// measured), and routing that does not concentrate the rows on a few experts. Under DeepSeek-V3's correction bias (routing_concentrates)
-// the layer measured 9-16% slower with it at 128-160 expected rows (H100, docs/perf-notes.md step
-// 36); the tuner and the caller may still choose it there.
-bool tall_tile_by_default(const MoeProblem& p) {
-  return gemm1_gated_epilogue(p) && !routing_concentrates(p);
+// Which of moe_launch.h's windows for the 192 x 128 tile the heuristic applies to a GEMM: gemm1's
+// where gemm1 has the gated epilogue (where it was measured), gemm2's always; none under routing that
+// concentrates the rows on a few experts (DeepSeek-V3's correction bias: the layer measured 9-16%
+// slower with gemm1 on it at 128-160 expected rows, docs/perf-notes.md step 36). The tuner and the
+// caller may choose the tile anywhere on Hopper.
+TallWindow tall_window(const MoeProblem& p, bool first) {
+  if (routing_concentrates(p)) return TallWindow::kNone;
+  if (!first) return TallWindow::kGemm2;
+  return gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kNone;
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
@@ -472,11 +480,9 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (sm90)
       for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
-    const bool tall = first && tall_tile_by_default(p);
-    const auto heuristic = [&](bool may_take_tall) {
-      return gemm_tile_name(heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, may_take_tall));
-    };
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, heuristic(tall), stage});
+    const GemmTile heuristic =
+        heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall_window(p, first));
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, std::string(gemm_tile_name(heuristic)), stage});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
     // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where

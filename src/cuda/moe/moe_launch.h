@@ -319,19 +319,29 @@ inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) 
 // step 18; the 64 x 128 tile without a cluster was faster there too at Qwen3 T=1024, 513 against 520
 // us.) Large weights keep 128 x 256: DeepSeek-V3 T=1024 (29M and 15M) lost 3-7% on 128 x 128 (step 18).
 inline constexpr double kSm90MidTileMaxRows = 64;
-// gemm1 with the gated epilogue (a gated activation, gate/up rows interleaved) takes the 192 x 128
-// tile (Sm90Tile::kM192N128C1x1) from kSm90TallTileMinRows to kSm90TallTileMaxRows rows an expected
-// expert (from kSm90HugeExpertTallTileMinRows for experts of kSm90HugeExpert elements or more):
-// random routing puts about half the experts of 128 expected rows past one 128-row M tile, and the
-// 192-row tile streams their weights once instead of twice (docs/perf-notes.md step 36). Not under
-// routing that concentrates the rows (DeepSeek-V3's correction bias: the caller's `tall`). Measured
-// on an H100, the layer against gemm1 on the 128 x 256 tile, best of two turns: GPT-OSS-120B T=4096
-// and 5120 (128, 160 rows) -7.8% and -5.7%, Qwen3-30B-A3B T=2048 and 2560 -1.6% and -4.4%,
-// Mixtral-8x7B T=640 (160) -5.8% but T=512 (128) +3.0%, DeepSeek-V3 T=2048 and 2560 +9.4% and +16.4%.
-// Mixtral's lower bound (144) lies between its two measured points; nothing was measured at 120 or 176.
-inline constexpr double kSm90TallTileMinRows = 120;
-inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
+// The 192 x 128 tile (Sm90Tile::kM192N128C1x1) holds an expert of 129-192 rows in one M tile, so
+// its weights stream once instead of twice; random routing puts about half the experts of 128
+// expected rows past one 128-row tile, while below about 136 expected rows most experts fit one and
+// pay the tile's 64 extra rows (docs/perf-notes.md steps 36, 37). Not under routing that
+// concentrates the rows (DeepSeek-V3's correction bias: +9.4% and +16.4% at 128 and 160 rows on an
+// H100, the busiest experts past 400 rows). Windows in rows an expected expert, measured on an H200
+// (steps 36 e, 37), the layer against the same GEMM on the 128 x 256 tile, best of two turns:
+//   gemm1 with the gated epilogue: from kSm90TallTileMinRows to kSm90TallTileMaxRows. Lost at 120
+//     (Qwen3-30B-A3B T=1920 +4.7%, GPT-OSS-120B T=3840 +13.7%) and 128 (Qwen3 T=2048 +1.5%, GPT-OSS
+//     T=4096 +2.5%), won at 144 (Qwen3 T=2304 -7.2%, GPT-OSS T=4608 -8.8%) and 176 (Qwen3 T=2816
+//     -4.6%, GPT-OSS T=5632 -8.1%). Experts of kSm90HugeExpert elements or more (Mixtral-8x7B) from
+//     kSm90HugeExpertTallTileMinRows to kSm90HugeExpertTallTileMaxRows: won at 144 (T=576, -4.9%)
+//     and at 160 on an H100 (T=640, -5.8%), lost at 176 (T=704, +2.3%).
+//   gemm2 (the plain epilogue, 64-row subtiles): from kSm90TallGemm2MinRows to
+//     kSm90TallGemm2MaxRows. Won at 160 (Qwen3 T=2560 -2.1%, GPT-OSS T=5120 -1.8%, Mixtral T=640
+//     -1.5%), lost at 128 (Qwen3 T=2048 +2.2%, GPT-OSS T=4096 +0.7%) and at 176 for Mixtral (T=704
+//     +5.3%; Qwen3 -0.2%, GPT-OSS -1.7% there).
+inline constexpr double kSm90TallTileMinRows = 136;
 inline constexpr double kSm90TallTileMaxRows = 176;
+inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
+inline constexpr double kSm90HugeExpertTallTileMaxRows = 168;
+inline constexpr double kSm90TallGemm2MinRows = 144;
+inline constexpr double kSm90TallGemm2MaxRows = 168;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
