@@ -246,7 +246,8 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
     EXPECT_EQ(find(space, "gemm1.tile")->heuristic, pt.gemm1_tall ? tall : large) << pt.preset << " T=" << pt.tokens;
     EXPECT_EQ(find(space, "gemm2.tile")->heuristic, pt.gemm2_tall ? tall : large) << pt.preset << " T=" << pt.tokens;
   }
-  const auto& deepseek_values = find(tiles("deepseek-v3", 2048, inter), "gemm1.tile")->values;
+  const auto deepseek = tiles("deepseek-v3", 2048, inter);  // kept: find() points into it
+  const auto& deepseek_values = find(deepseek, "gemm1.tile")->values;
   EXPECT_NE(std::find(deepseek_values.begin(), deepseek_values.end(), tall), deepseek_values.end());
   const auto concatenated = tiles("qwen3-30b-a3b", 2560, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(concatenated, "gemm1.tile")->heuristic, large);
