@@ -119,6 +119,9 @@ Result<KernelChoice> KernelChoice::parse(std::string_view text) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size())
       return Status::InvalidArgument(fmt::format("choice item '{}' is not NAME=VALUE", item));
+    // "a=x,b=y" or "a=x b=y" would otherwise reach the knob check as knob a's value "x,b=y".
+    if (item.find('=', eq + 1) != std::string_view::npos)
+      return Status::InvalidArgument(fmt::format("choice item '{}' holds two '=': separate knobs with ';' (NAME=VALUE;NAME=VALUE)", item));
     c.knobs[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
     text.remove_prefix(std::min(end + 1, text.size()));
   }

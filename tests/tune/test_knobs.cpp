@@ -348,6 +348,12 @@ TEST(Knobs, ChoiceTextRoundTrips) {
   EXPECT_EQ(*KernelChoice::parse(c.to_string()), c);
   EXPECT_TRUE(KernelChoice::parse("")->knobs.empty());
   EXPECT_FALSE(KernelChoice::parse("a.y").ok());
+  // Knobs separated by anything but ';' are refused at the parse, naming the separator.
+  for (const char* text : {"a.y=on,b.x=1", "a.y=on b.x=1"}) {
+    const auto parsed = KernelChoice::parse(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(parsed.status().message().find("separate knobs with ';'"), std::string::npos) << parsed.status().message();
+  }
 }
 
 }  // namespace
