@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # For a build machine that cannot reach a package registry (the team's GPU machine): downloads the
 # Debian -dev packages moekit builds against and unpacks them into .deps/root (ignored by git).
-# Also packs both, with the CUTLASS headers, into build/carry/deps.tar.xz (under 2 MB; the unpacked pair
-# is 31 MB, and with the tracked device logs the working tree passed the device tool's 64 MiB limit):
+# Also packs .deps/root and the CUTLASS headers into build/carry/deps.tar.xz (under 2 MB; the unpacked
+# pair is 31 MB, and with the tracked device logs the working tree passed the device tool's 64 MiB limit):
 # carry build/carry and run `tar -xJf build/carry/deps.tar.xz` there first. Or carry .deps and
 # third_party directly, and configure with
 #   -DCMAKE_PREFIX_PATH=$PWD/.deps/root/usr -DMOEKIT_CUTLASS_DIR=$PWD/third_party/cutlass-4.2.0

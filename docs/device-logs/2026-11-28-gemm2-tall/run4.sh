@@ -7,14 +7,14 @@
 #   v2  gemm2.overlap=off (step 27 c: gemm2's first weights under gemm1's tail)
 #   v3  both orders fixed (steps 24-25: the automatic, claimed, tile order)
 # Turns v0 v1 v2 v3 then v3 v2 v1 v0, one set of three samples each; summary.txt has each variant's
-# best turn against v0's. Everything under $OUT/r is packed into r.tgz at the end (the device tool
-# returns a handful of files).
+# best turn against v0's. Everything under $OUT/r is packed into r.tgz at the end and r/ removed
+# (the device tool returns a handful of files).
 set -uo pipefail
 COMMIT=$1
 START=$SECONDS
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
 mkdir -p "$OUT/r"
-pack() { tar -C "$OUT" -czf "$OUT/r.tgz" r; }
+pack() { tar -C "$OUT" -czf "$OUT/r.tgz" r && rm -rf "$OUT/r"; }  # r/ left beside it would crowd r.tgz out
 trap pack EXIT
 scripts/device-build.sh "$COMMIT" "$OUT/r" moekit -- -DCMAKE_CUDA_FLAGS= || exit 1
 B=build/device/bin/moekit
