@@ -129,10 +129,12 @@ std::pair<std::string, std::string> sm90_heuristic_tiles(const char* preset, int
 // (N x K >= kSm90LargeExpert), above 64 for the others: DeepSeek-V3 T=8 (64 rows; N x K = 29M and
 // 15M) and Mixtral T=32 (64 rows; 117M and 59M) take it, Mixtral T=16 (32 rows) does not; at GPT-OSS
 // T=16 (64 rows) gemm1 (17M) takes it, gemm2 (8.3M) does not; Qwen3 T=8 (64 rows; 3.1M, 1.6M) not.
+// (At these few rows an expected expert the large ones run the tile in its 1 x 2 cluster:
+// LargeExpertsRunThe64x128TileInItsClusterAtAFewRows.)
 TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string sm90_tile = "sm90_m64n128k128_c1x1";
+  const std::string sm90_tile = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_EQ(tiles("mixtral-8x7b", 32), std::make_pair(sm90_tile, sm90_tile));
   EXPECT_NE(tiles("mixtral-8x7b", 16).first, sm90_tile);
@@ -145,11 +147,31 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   EXPECT_NE(qwen.second, sm90_tile);
 }
 
+// The 64 x 128 tile's 1 x 2 cluster (moe_launch.h kSm90LargeExpertClusterMaxRows,
+// kSm90HugeExpertClusterMaxRows; docs/perf-notes.md step 38, on an H200): a GEMM whose expert weight
+// holds 12M elements or more takes it up to 4 rows an expected expert, 48M or more up to 48 rows.
+// DeepSeek-V3 (29M and 15M; 128 experts reachable) T = 8, 32, 64 (1, 2, 4 rows) both GEMMs, T = 68
+// and 128 (4.25, 8 rows) neither; GPT-OSS-120B T = 64, 128 gemm1 (17M) but never gemm2 (8.3M), T=160 (5 rows)
+// neither; Mixtral (117M and 59M) T = 32, 128, 192 (8, 32, 48 rows) both, T = 196 (49) neither;
+// Qwen3-30B-A3B (3.1M and 1.6M) never: T = 16, 64, 1024.
+TEST(Knobs, LargeExpertsRunThe64x128TileInItsClusterAtAFewRows) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  const auto tiles = sm90_heuristic_tiles;
+  const std::string cluster = "sm90_m64n128k128_c1x2", single = "sm90_m64n128k128_c1x1";
+  for (int64_t t : {8, 32, 64}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(cluster, cluster)) << t;
+  for (int64_t t : {68, 128}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {64, 128}) EXPECT_EQ(tiles("gpt-oss-120b", t), std::make_pair(cluster, single)) << t;
+  EXPECT_EQ(tiles("gpt-oss-120b", 160), std::make_pair(single, single));
+  for (int64_t t : {32, 128, 192}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(cluster, cluster)) << t;
+  EXPECT_EQ(tiles("mixtral-8x7b", 196), std::make_pair(single, single));
+  for (int64_t t : {16, 64, 1024}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(single, single)) << t;
+}
+
 // Above 48 and up to 64 rows per expected expert, GEMMs whose expert weight is below 12M elements keep
 // the 64 x 128 tile (moe_launch.h, kSm90MidTileMaxRows): Qwen3 T=1024 (64 rows; 3.1M and 1.6M) both,
 // GPT-OSS T=2048 (64 rows) gemm2 (8.3M) but not gemm1 (17M); at 128 rows (Qwen3 T=2048) 128 x 256;
 // DeepSeek-V3 T=1024 (29M and 15M) and Mixtral T=256 (117M and 59M) 128 x 256. (From 33 to 48 rows
-// every expert keeps it: The64x128TileRunsWithoutItsClusterUpTo48Rows.)
+// every expert keeps it: The64x128TileRunsUpTo48Rows.)
 TEST(Knobs, SmallExpertsAt49To64RowsKeepThe64x128Tile) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
@@ -162,20 +184,22 @@ TEST(Knobs, SmallExpertsAt49To64RowsKeepThe64x128Tile) {
   EXPECT_EQ(tiles("mixtral-8x7b", 256), std::make_pair(large, large));
 }
 
-// Up to 48 rows per expected expert every expert takes the 64 x 128 tile without a cluster, where the
-// automatic tile order can claim tiles (moe_launch.h, docs/perf-notes.md steps 24 and 34): DeepSeek-V3
-// at T = 256, 300, 512, 768 (16 to 48 rows of 128 expected experts), Qwen3 at T = 256, 512, Mixtral at
-// T = 64, 144, 192 (16, 36, 48 rows), GPT-OSS T = 1024, 1536 (32, 48 rows) both GEMMs. One row more
+// Up to 48 rows per expected expert every expert takes the 64 x 128 tile (moe_launch.h,
+// docs/perf-notes.md steps 24 and 34), without a cluster, where the automatic tile order can claim
+// tiles, except the large experts at a few rows and Mixtral's (in its 1 x 2 cluster:
+// LargeExpertsRunThe64x128TileInItsClusterAtAFewRows): DeepSeek-V3 at T = 256, 300, 512, 768 (16
+// to 48 rows of 128 expected experts), Qwen3 at T = 256, 512, GPT-OSS T = 1024, 1536 (32, 48 rows) both GEMMs
+// without, Mixtral at T = 64, 144, 192 (16, 36, 48 rows) in the cluster. One row more
 // and the large experts (12M elements or more) take 128 x 256: DeepSeek-V3 T=784 (49 rows) both,
 // GPT-OSS T=1568 (49) gemm1; Mixtral's (48M or more) above 63 rows (T=253), up to it they keep
-// 64 x 128 (The64x128TileRunsUpTo63RowsForMixtralSizedExperts). The 1 x 2 cluster stays in the tuner's space.
-TEST(Knobs, The64x128TileRunsWithoutItsClusterUpTo48Rows) {
+// 64 x 128 (The64x128TileRunsUpTo63RowsForMixtralSizedExperts). The 1 x 2 cluster is a value of the knob.
+TEST(Knobs, The64x128TileRunsUpTo48Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
-  const std::string single = "sm90_m64n128k128_c1x1", large = "sm90_m128n256k64_c1x1";
+  const std::string single = "sm90_m64n128k128_c1x1", cluster = "sm90_m64n128k128_c1x2", large = "sm90_m128n256k64_c1x1";
   for (int64_t t : {256, 300, 512, 768}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
   for (int64_t t : {256, 512}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(single, single)) << t;
-  for (int64_t t : {64, 144, 192}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {64, 144, 192}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(cluster, cluster)) << t;
   for (int64_t t : {1024, 1536}) EXPECT_EQ(tiles("gpt-oss-120b", t), std::make_pair(single, single)) << t;
   EXPECT_EQ(tiles("deepseek-v3", 784), std::make_pair(large, large));
   EXPECT_EQ(tiles("gpt-oss-120b", 1568), std::make_pair(large, single));

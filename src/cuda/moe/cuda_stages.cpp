@@ -335,7 +335,7 @@ enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
-// per expert and the expert weight's size (moe_launch.h: 64 x 128 without a cluster, or 128 x 256).
+// per expert and the expert weight's size (moe_launch.h: 64 x 128, in its 1 x 2 cluster for large experts at a few rows, or 128 x 256).
 // Otherwise
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
@@ -347,8 +347,10 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const bool huge_expert = n * k >= kSm90HugeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
-        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert))
-      return GemmTile::kSm90M64N128C1x1;
+        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert)) {
+      const double cluster_max = huge_expert ? kSm90HugeExpertClusterMaxRows : large_expert ? kSm90LargeExpertClusterMaxRows : 0;
+      return rows_per_expert <= cluster_max ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M64N128C1x1;
+    }
     const bool second = tall == TallWindow::kGemm2;
     const double tall_min = second ? kSm90TallGemm2MinRows : huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
     const double tall_max = second ? kSm90TallGemm2MaxRows : huge_expert ? kSm90HugeExpertTallTileMaxRows : kSm90TallTileMaxRows;

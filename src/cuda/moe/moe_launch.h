@@ -249,8 +249,8 @@ struct GemmArgs {
 //    612); 2-4% slower at T=8 (64 routed rows or fewer: Qwen3 152 / 146, GPT-OSS 378 / 364).
 //  - 64 x 128 against 128 x 256: faster at 32 rows (GPT-OSS T=1024 1694 / 1761, Mixtral T=128 718 /
 //    771), slower at 64 (Mixtral T=256 1009 / 803, DeepSeek-V3 T=1024 3998 / 3168).
-// The 1 x 2 cluster (each A tile multicast to the two CTAs of an N pair) stays in the tuner's space
-// only. Under the fixed tile order it was 0.4-1.3% faster for small experts up to 32 rows and for
+// The 1 x 2 cluster (each A tile multicast to the two CTAs of an N pair) returned for large experts at
+// a few rows on the H200 (kSm90LargeExpertClusterMaxRows, below); elsewhere it is the tuner's. Under the fixed tile order it was 0.4-1.3% faster for small experts up to 32 rows and for
 // every expert up to 16 (H100, docs/perf-notes.md step 19); without it the kernel can take the
 // automatic tile order (sm90_grouped_gemm.h, Sm90TileOrder), which claims tiles where every expert
 // fits one M tile, and the tile without a cluster is then faster at T = 16 .. 512 on every preset
@@ -279,6 +279,21 @@ inline constexpr double kSm90SmallTileMaxRows = 48;
 // +1.1, -2.4, +1.0%; GPT-OSS gemm1 (17M) T = 1600 .. 1792 -0.7, -0.2, +2.9%.
 inline constexpr int64_t kSm90HugeExpert = int64_t{48} << 20;
 inline constexpr double kSm90HugeExpertSmallTileMaxRows = 63;
+// The 64 x 128 tile's 1 x 2 cluster (each A tile multicast to the two CTAs of an N pair; the fixed
+// tile order and no overlap with gemm1, which the cluster does not allow) for a GEMM whose expert
+// weight holds kSm90LargeExpert elements or more, up to kSm90LargeExpertClusterMaxRows rows an
+// expected expert, and up to kSm90HugeExpertClusterMaxRows for kSm90HugeExpert or more. Measured on
+// the H200 (docs/perf-notes.md step 38, both GEMMs on the cluster against the heuristic's tile
+// without one, best of two turns): Mixtral-8x7B (117M and 59M) T = 32, 64, 128 (8, 16, 32 rows)
+// -6.3..-7.6%, -4.6..-4.9%, -2.5%, T=192 (48) -0.3%, T=248 (62) +5.3%; DeepSeek-V3 (29M and 15M,
+// 128 experts reachable) T = 8, 16, 32, 64 (1, 1, 2, 4 rows) -2.6, -1.6, -0.8, -0.4%, T=256 (16)
+// +0.7%, T=512 (32) +8.3%; GPT-OSS-120B
+// T=32 (1 row) -0.1%, T=128 (4) -0.7%, T=512 (16) +1.3%. Never for the small experts: Qwen3-30B-A3B
+// (3.1M and 1.6M) lost 4.1-5.7% at every T from 16 to 1024. Step 24 had dropped the cluster
+// everywhere on an H100 (-0.7..-2.2% without it at T = 16..512 on three presets, level on Mixtral);
+// the H200 streams weights 48% faster at the same tensor rate, and its answer differs.
+inline constexpr double kSm90LargeExpertClusterMaxRows = 4;
+inline constexpr double kSm90HugeExpertClusterMaxRows = 48;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
 // every expert then keeps to one M tile. Measured on an H100 (docs/perf-notes.md step 27 c): a gain
