@@ -149,19 +149,19 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
 
 // The 64 x 128 tile's 1 x 2 cluster (moe_launch.h kSm90LargeExpertClusterMaxRows,
 // kSm90HugeExpertClusterMaxRows; docs/perf-notes.md step 38, on an H200): a GEMM whose expert weight
-// holds 12M elements or more takes it up to 4 rows an expected expert, 48M or more up to 48 rows.
-// DeepSeek-V3 (29M and 15M; 128 experts reachable) T = 8, 32, 64 (1, 2, 4 rows) both GEMMs, T = 68
-// and 128 (4.25, 8 rows) neither; GPT-OSS-120B T = 64, 128 gemm1 (17M) but never gemm2 (8.3M), T=160 (5 rows)
-// neither; Mixtral (117M and 59M) T = 32, 128, 192 (8, 32, 48 rows) both, T = 196 (49) neither;
+// holds 12M elements or more takes it up to 8 rows an expected expert, 48M or more up to 48 rows.
+// DeepSeek-V3 (29M and 15M; 128 experts reachable) T = 8, 64, 96, 128 (1, 4, 6, 8 rows) both GEMMs,
+// T = 136 and 256 (8.5, 16 rows) neither; GPT-OSS-120B T = 64, 192, 256 (2, 6, 8 rows) gemm1 (17M) but
+// never gemm2 (8.3M), T=288 (9 rows) neither; Mixtral (117M and 59M) T = 32, 128, 192 (8, 32, 48 rows) both, T = 196 (49) neither;
 // Qwen3-30B-A3B (3.1M and 1.6M) never: T = 16, 64, 1024.
 TEST(Knobs, LargeExpertsRunThe64x128TileInItsClusterAtAFewRows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
   const std::string cluster = "sm90_m64n128k128_c1x2", single = "sm90_m64n128k128_c1x1";
-  for (int64_t t : {8, 32, 64}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(cluster, cluster)) << t;
-  for (int64_t t : {68, 128}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
-  for (int64_t t : {64, 128}) EXPECT_EQ(tiles("gpt-oss-120b", t), std::make_pair(cluster, single)) << t;
-  EXPECT_EQ(tiles("gpt-oss-120b", 160), std::make_pair(single, single));
+  for (int64_t t : {8, 64, 96, 128}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(cluster, cluster)) << t;
+  for (int64_t t : {136, 256}) EXPECT_EQ(tiles("deepseek-v3", t), std::make_pair(single, single)) << t;
+  for (int64_t t : {64, 192, 256}) EXPECT_EQ(tiles("gpt-oss-120b", t), std::make_pair(cluster, single)) << t;
+  EXPECT_EQ(tiles("gpt-oss-120b", 288), std::make_pair(single, single));
   for (int64_t t : {32, 128, 192}) EXPECT_EQ(tiles("mixtral-8x7b", t), std::make_pair(cluster, cluster)) << t;
   EXPECT_EQ(tiles("mixtral-8x7b", 196), std::make_pair(single, single));
   for (int64_t t : {16, 64, 1024}) EXPECT_EQ(tiles("qwen3-30b-a3b", t), std::make_pair(single, single)) << t;

@@ -292,7 +292,9 @@ inline constexpr double kSm90HugeExpertSmallTileMaxRows = 63;
 // (3.1M and 1.6M) lost 4.1-5.7% at every T from 16 to 1024. Step 24 had dropped the cluster
 // everywhere on an H100 (-0.7..-2.2% without it at T = 16..512 on three presets, level on Mixtral);
 // the H200 streams weights 48% faster at the same tensor rate, and its answer differs.
-inline constexpr double kSm90LargeExpertClusterMaxRows = 4;
+// The limit was 4 rows until the between points were measured (step 38, calls 3 and 4): at 6 rows
+// DeepSeek-V3 T=96 -1.3% and GPT-OSS T=192 (gemm1) -1.4%, at 8 rows T=128 -0.2% and T=256 -0.7%.
+inline constexpr double kSm90LargeExpertClusterMaxRows = 8;
 inline constexpr double kSm90HugeExpertClusterMaxRows = 48;
 // Up to this many routed rows per expected expert, with gemm2 on the 64 x 128 tile without a cluster,
 // gemm2's first weight stages stream under gemm1's tail (Sm90Overlap, cuda_stages.cpp sm90_overlap):
