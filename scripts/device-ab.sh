@@ -1,0 +1,62 @@
+# Functions for a device call's script (docs/device-logs/*/runN.sh), sourced after `set -uo pipefail`:
+# the A/B in turns that every step since 30 has written out by hand, and `ctest -L gpu` in the time
+# a call has left, longest tests first. Needs OUT (the device tool's output folder) and B (the moekit
+# binary, after scripts/device-build.sh).
+#
+#   source scripts/device-ab.sh
+#   device_call_start 585              # prints the GPU, starts the clock (seconds the call may use)
+#   device_ab r/ab/mixtral-32 mixtral-8x7b 32 "" "gemm1.tile=sm90_m64n128k128_c1x1"
+#   device_ctest_gpu r/ctest-gpu.txt -R 'MoeCuda\.'
+#   trap device_pack EXIT              # $OUT/r into $OUT/r.tgz at the end
+#
+# device_ab runs the variants (v0 the first, usually "" for the heuristic; each a --choice string)
+# in turns, forward then backward, one set of three samples each, and appends each variant's best
+# turn against v0's to $OUT/r/summary.txt (docs/device-logs/2026-11-27-final/summarize.py).
+
+device_call_start() {
+  DEVICE_LIMIT=$1
+  DEVICE_START=$SECONDS
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv,noheader
+  mkdir -p "$OUT/r"
+}
+
+# The device tool returns about eight files of $OUT and leaves the rest out (step 38's call 4 lost its
+# A/B folders so), so a call packs $OUT/r into one archive and removes it.
+device_pack() { tar -C "$OUT" -czf "$OUT/r.tgz" r && rm -rf "$OUT/r"; }
+
+device_left() { echo $((DEVICE_LIMIT - (SECONDS - DEVICE_START))); }
+
+device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
+  local d="$OUT/$1" p=$2 t=$3
+  shift 3
+  local variants=("$@") n=$#
+  local order=() i
+  for ((i = 0; i < n; i++)); do order+=("$i:1"); done
+  for ((i = n - 1; i >= 0; i--)); do order+=("$i:2"); done
+  mkdir -p "$d"
+  local vt v turn ch
+  for vt in "${order[@]}"; do
+    v=${vt%%:*} turn=${vt#*:} ch=()
+    [ -n "${variants[$v]}" ] && ch=(--choice "${variants[$v]}")
+    timeout 100 "$B" bench --backend cuda --quant none --gate-up interleaved --no-baseline --sets 1 --reps 3 \
+      --preset "$p" --tokens "$t" "${ch[@]}" --csv "$d/ab-$p-v$v-$turn.csv" > "$d/ab-$p-v$v-$turn.txt" 2>&1 \
+      || echo "== $p T=$t v$v turn $turn rc=$?"
+  done
+  python3 docs/device-logs/2026-11-27-final/summarize.py "$d" 0 | grep moekit | tee -a "$OUT/r/summary.txt"
+}
+
+# ctest -L gpu, four at a time, the longest first (ctest reads earlier costs from
+# Testing/Temporary/CTestCostData.txt, "name runs seconds"; these are from step 38's call 4), in the
+# call's time left less 5 s. Extra arguments go to ctest (e.g. -R to run some).
+device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
+  local log="$OUT/$1"
+  shift
+  mkdir -p build/device/Testing/Temporary
+  grep -E "Test +#" docs/device-logs/2026-11-28-cluster/call4/r/ctest-gpu.txt |
+    awk '{print $4, 1, $(NF-1)}' > build/device/Testing/Temporary/CTestCostData.txt
+  echo "---" >> build/device/Testing/Temporary/CTestCostData.txt
+  local t0=$SECONDS
+  timeout $(($(device_left) - 5)) ctest --test-dir build/device -L gpu -j 4 --output-on-failure "$@" > "$log" 2>&1
+  echo "# ctest -L gpu $* rc=$? $((SECONDS - t0))s"
+  grep -E "tests passed|tests failed|Failed|Not Run|Timeout|Total Test" "$log" | head -20
+}
