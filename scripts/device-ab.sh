@@ -46,15 +46,17 @@ device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
 }
 
 # ctest -L gpu, four at a time, the longest first (ctest reads earlier costs from
-# Testing/Temporary/CTestCostData.txt, "name runs seconds"; these are from step 38's call 4), in the
-# call's time left less 5 s. Extra arguments go to ctest (e.g. -R to run some).
+# Testing/Temporary/CTestCostData.txt, "name runs seconds", and updates it after each run; a fresh
+# build's file is seeded once from step 38's call 4), in the call's time left less 5 s. Extra
+# arguments go to ctest (e.g. -R to run some).
 device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
-  local log="$OUT/$1"
+  local log="$OUT/$1" costs=build/device/Testing/Temporary/CTestCostData.txt
   shift
-  mkdir -p build/device/Testing/Temporary
-  grep -E "Test +#" docs/device-logs/2026-11-28-cluster/call4/r/ctest-gpu.txt |
-    awk '{print $4, 1, $(NF-1)}' > build/device/Testing/Temporary/CTestCostData.txt
-  echo "---" >> build/device/Testing/Temporary/CTestCostData.txt
+  if [ ! -f "$costs" ]; then
+    mkdir -p "$(dirname "$costs")"
+    { grep -E "Test +#" docs/device-logs/2026-11-28-cluster/call4/r/ctest-gpu.txt | awk '{print $4, 1, $(NF-1)}'
+      echo "---"; } > "$costs"
+  fi
   local t0=$SECONDS
   timeout $(($(device_left) - 5)) ctest --test-dir build/device -L gpu -j 4 --output-on-failure "$@" > "$log" 2>&1
   echo "# ctest -L gpu $* rc=$? $((SECONDS - t0))s"

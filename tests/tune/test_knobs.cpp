@@ -152,7 +152,8 @@ TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
 // holds 12M elements or more takes it up to 8 rows an expected expert, 48M or more up to 48 rows.
 // DeepSeek-V3 (29M and 15M; 128 experts reachable) T = 8, 64, 96, 128 (1, 4, 6, 8 rows) both GEMMs,
 // T = 136 and 256 (8.5, 16 rows) neither; GPT-OSS-120B T = 64, 192, 256 (2, 6, 8 rows) gemm1 (17M) but
-// never gemm2 (8.3M), T=288 (9 rows) neither; Mixtral (117M and 59M) T = 32, 128, 192 (8, 32, 48 rows) both, T = 196 (49) neither;
+// never gemm2 (8.3M), T=288 (9 rows) neither; Mixtral (117M and 59M) T = 32, 128, 192 (8, 32, 48
+// rows) both, T = 196 (49) neither;
 // Qwen3-30B-A3B (3.1M and 1.6M) never: T = 16, 64, 1024.
 TEST(Knobs, LargeExpertsRunThe64x128TileInItsClusterAtAFewRows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
