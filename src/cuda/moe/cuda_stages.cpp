@@ -446,11 +446,19 @@ std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
                      "fusion.whole_layer=on takes it");
 }
 
-// gemm2's K split inside the decode layer: every split that leaves no rank without k tiles.
+// gemm2's K split inside the decode layer: the powers of two that leave no rank without k tiles, and
+// the default split, which need not be one (Mixtral's is 3: 112 k tiles of gemm2 over 32 of gemm1).
+// The default must be a value: a tuned row that keeps the heuristic's values is checked against
+// this list, and step 39's re-tune wrote a Mixtral T=8 row that the dispatcher then refused.
 KnobSpec decode_split_knob(const MoeProblem& p) {
-  KnobSpec k{"decode.split", {}, std::to_string(decode_default_split(p.hidden, p.intermediate)), Stage::kGemm2};
+  const int heuristic = decode_default_split(p.hidden, p.intermediate);
+  KnobSpec k{"decode.split", {}, std::to_string(heuristic), Stage::kGemm2};
+  std::vector<int> splits;
   for (int split = 1; split <= kDecodeMaxSplit; split *= 2)
-    if (decode_split_is_legal(p.intermediate, split)) k.values.push_back(std::to_string(split));
+    if (decode_split_is_legal(p.intermediate, split)) splits.push_back(split);
+  if (std::find(splits.begin(), splits.end(), heuristic) == splits.end()) splits.push_back(heuristic);
+  std::sort(splits.begin(), splits.end());
+  for (int split : splits) k.values.push_back(std::to_string(split));
   return k;
 }
 
