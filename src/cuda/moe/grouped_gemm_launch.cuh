@@ -45,6 +45,7 @@ Status launch_grouped_gemm_typed(const GemmArgs& a, void* stream) {
     case GemmTile::kSm90M64N128C1x1:
     case GemmTile::kSm90M64N128C1x2:
     case GemmTile::kSm90M128N128C1x1:
+    case GemmTile::kSm90M192N128C1x1:
     case GemmTile::kStreamN8:      // the stream tiles: stream_gemm_launch.cuh
     case GemmTile::kStreamN16:
     case GemmTile::kStreamN32: break;
