@@ -126,19 +126,18 @@ std::pair<std::string, std::string> sm90_heuristic_tiles(const char* preset, int
 }
 
 // On sm_90 the heuristic takes the sm_90a kernel from 64 routed rows (kSm90MinRows) for large experts
-// (N x K >= kSm90LargeExpert), from 16 (kSm90HugeExpertMinRows) for huge ones (>= kSm90HugeExpert),
-// above 64 for the others: DeepSeek-V3 T=8 (64 rows; N x K = 29M and 15M) takes it, T=4 (32) does
-// not; Mixtral (117M and 59M) T = 8, 16, 32 (16, 32, 64 rows) take it, T = 4, 7 (8, 14 rows) do not;
-// at GPT-OSS T=16 (64 rows) gemm1 (17M) takes it, gemm2 (8.3M) does not; Qwen3 T=8 (64 rows; 3.1M,
-// 1.6M) not. (At these few rows an expected expert the large ones run the tile in its 1 x 2 cluster:
+// (N x K >= kSm90LargeExpert), above 64 for the others: DeepSeek-V3 T=8 (64 rows; N x K = 29M and
+// 15M) and Mixtral T=32 (64 rows; 117M and 59M) take it, Mixtral T=16 (32 rows) does not; at GPT-OSS
+// T=16 (64 rows) gemm1 (17M) takes it, gemm2 (8.3M) does not; Qwen3 T=8 (64 rows; 3.1M, 1.6M) not.
+// (At these few rows an expected expert the large ones run the tile in its 1 x 2 cluster:
 // LargeExpertsRunThe64x128TileInItsClusterAtAFewRows.)
 TEST(Knobs, LargeExpertsTakeTheSm90KernelFrom64Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto tiles = sm90_heuristic_tiles;
   const std::string sm90_tile = "sm90_m64n128k128_c1x2";
   EXPECT_EQ(tiles("deepseek-v3", 8), std::make_pair(sm90_tile, sm90_tile));
-  for (int64_t T : {8, 16, 32}) EXPECT_EQ(tiles("mixtral-8x7b", T), std::make_pair(sm90_tile, sm90_tile)) << "T=" << T;
-  for (int64_t T : {4, 7}) EXPECT_EQ(tiles("mixtral-8x7b", T).first.rfind("sm90", 0), std::string::npos) << "T=" << T;
+  EXPECT_EQ(tiles("mixtral-8x7b", 32), std::make_pair(sm90_tile, sm90_tile));
+  EXPECT_NE(tiles("mixtral-8x7b", 16).first, sm90_tile);
   EXPECT_NE(tiles("deepseek-v3", 4).first, sm90_tile);
   const auto gpt_oss = tiles("gpt-oss-120b", 16);
   EXPECT_EQ(gpt_oss.first, sm90_tile);

@@ -333,8 +333,7 @@ int64_t expected_experts(const MoeProblem& p) {
 enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
-// On a Hopper GPU above kSm90MinRows routed rows (from it for large experts, from kSm90HugeExpertMinRows
-// for huge ones): the CUTLASS TMA + wgmma kernel, which streams the
+// On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
 // per expert and the expert weight's size (moe_launch.h: 64 x 128, in its 1 x 2 cluster for large experts at a few rows, or 128 x 256).
 // Otherwise
@@ -346,9 +345,7 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
   const bool large_expert = n * k >= kSm90LargeExpert;
   const bool huge_expert = n * k >= kSm90HugeExpert;
-  const bool sm90_rows = max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert) ||
-                         (max_rows >= kSm90HugeExpertMinRows && huge_expert);
-  if (sm90 && sm90_rows) {
+  if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
         (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert)) {
       const double cluster_max = huge_expert ? kSm90HugeExpertClusterMaxRows : large_expert ? kSm90LargeExpertClusterMaxRows : 0;

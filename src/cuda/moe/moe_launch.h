@@ -322,13 +322,6 @@ inline constexpr int64_t kSm90OverlapTinyExpertMaxRows = 64;
 // against 1404 us, Mixtral T=32 990 / 995), level or slower below (Mixtral T=8 921 / 921, DeepSeek-V3
 // T=4 837 / 829, GPT-OSS T=8 550 / 535, T=4 302 / 288), within 0.4% at GPT-OSS T=16 (927 / 923).
 inline constexpr int64_t kSm90LargeExpert = int64_t{12} << 20;
-// A GEMM whose expert weight holds kSm90HugeExpert elements or more (Mixtral-8x7B's) takes it from
-// kSm90HugeExpertMinRows routed rows on. Measured on an H200 by `moekit tune` (docs/perf-notes.md
-// step 39; docs/device-logs/2026-11-29-retune/call2): Mixtral T=8 (16 routed rows, 2 an expert), each
-// GEMM alone on the 64 x 128 tile in its 1 x 2 cluster against the stream tile the rule above gave:
-// gemm1 410.7 against 424.3 us, gemm2 209.7 against 228.5; the layer 628.2 against 646.9 (and 627.0
-// against 641.3 re-measured). The H100 had measured that point level (921 / 921, step 16).
-inline constexpr int64_t kSm90HugeExpertMinRows = 16;
 // The overlapped pair's limit for a gemm2 whose expert weight holds `gemm2_weight` (N x K) elements.
 inline constexpr int64_t sm90_overlap_max_rows_per_expert(int64_t gemm2_weight) {
   if (gemm2_weight < kSm90TinyExpert) return kSm90OverlapTinyExpertMaxRows;
