@@ -4,6 +4,7 @@
 # binary, after scripts/device-build.sh).
 #
 #   source scripts/device-ab.sh
+#   device_call_begin 585 COMMIT moekit gpu_tests   # or the three steps it takes, by hand:
 #   device_call_start 585              # prints the GPU, starts the clock (seconds the call may use)
 #   device_ab r/ab/mixtral-32 mixtral-8x7b 32 "" "gemm1.tile=sm90_m64n128k128_c1x1"
 #   device_ctest_gpu r/ctest-gpu.txt -R 'MoeCuda\.'
@@ -23,6 +24,15 @@ device_call_start() {
 # The device tool returns about eight files of $OUT and leaves the rest out (step 38's call 4 lost its
 # A/B folders so), so a call packs $OUT/r into one archive and removes it.
 device_pack() { tar -C "$OUT" -czf "$OUT/r.tgz" r && rm -rf "$OUT/r"; }
+
+# The usual start of a call's script, in one line: the clock, the pack at exit, the build of TARGETs
+# at COMMIT (scripts/device-build.sh; the call ends here if it fails), and B.
+device_call_begin() {  # LIMIT COMMIT TARGET...
+  device_call_start "$1"
+  trap device_pack EXIT
+  scripts/device-build.sh "$2" "$OUT/r" "${@:3}" -- -DCMAKE_CUDA_FLAGS= || exit 1
+  B=build/device/bin/moekit
+}
 
 device_left() { echo $((DEVICE_LIMIT - (SECONDS - DEVICE_START))); }
 

@@ -11,10 +11,7 @@
 # Then every gpu test in the time left.
 set -uo pipefail
 source scripts/device-ab.sh
-device_call_start "${LIMIT:-585}"
-trap device_pack EXIT
-scripts/device-build.sh "$1" "$OUT/r" moekit gpu_tests -- -DCMAKE_CUDA_FLAGS= || exit 1
-B=build/device/bin/moekit
+device_call_begin "${LIMIT:-585}" "$1" moekit gpu_tests
 C=sm90_m64n128k128_c1x2
 for T in 4 8 12 16 24; do device_ab r/ab/mixtral-$T mixtral-8x7b $T "" "gemm1.tile=$C;gemm2.tile=$C"; done
 mkdir -p "$OUT/r/table"
