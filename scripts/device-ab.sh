@@ -4,11 +4,12 @@
 # binary, after scripts/device-build.sh).
 #
 #   source scripts/device-ab.sh
-#   device_call_begin 585 COMMIT moekit gpu_tests   # or the three steps it takes, by hand:
-#   device_call_start 585              # prints the GPU, starts the clock (seconds the call may use)
+#   device_call_begin 585 COMMIT moekit gpu_tests   # the clock, the pack at exit, the build, B; by hand:
+#     device_call_start 585            # prints the GPU, starts the clock (seconds the call may use)
+#     trap device_pack EXIT            # $OUT/r into $OUT/r.tgz at the end
+#     scripts/device-build.sh COMMIT "$OUT/r" moekit gpu_tests && B=build/device/bin/moekit
 #   device_ab r/ab/mixtral-32 mixtral-8x7b 32 "" "gemm1.tile=sm90_m64n128k128_c1x1"
 #   device_ctest_gpu r/ctest-gpu.txt -R 'MoeCuda\.'
-#   trap device_pack EXIT              # $OUT/r into $OUT/r.tgz at the end
 #
 # device_ab runs the variants (v0 the first, usually "" for the heuristic; each a --choice string)
 # in turns, forward then backward, one set of three samples each, and appends each variant's best

@@ -453,12 +453,10 @@ std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
 KnobSpec decode_split_knob(const MoeProblem& p) {
   const int heuristic = decode_default_split(p.hidden, p.intermediate);
   KnobSpec k{"decode.split", {}, std::to_string(heuristic), Stage::kGemm2};
-  std::vector<int> splits;
-  for (int split = 1; split <= kDecodeMaxSplit; split *= 2)
-    if (decode_split_is_legal(p.intermediate, split)) splits.push_back(split);
-  if (std::find(splits.begin(), splits.end(), heuristic) == splits.end()) splits.push_back(heuristic);
-  std::sort(splits.begin(), splits.end());
-  for (int split : splits) k.values.push_back(std::to_string(split));
+  for (int split = 1; split <= kDecodeMaxSplit; ++split) {
+    const bool power_of_two = (split & (split - 1)) == 0;
+    if ((power_of_two || split == heuristic) && decode_split_is_legal(p.intermediate, split)) k.values.push_back(std::to_string(split));
+  }
   return k;
 }
 
