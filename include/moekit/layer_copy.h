@@ -21,4 +21,9 @@ struct LayerCopy {
 // given stay not given. Weights already on `device` are shared, not copied.
 Result<LayerCopy> copy_layer(Device device, const MoeWeights& weights, const MoeInputs& inputs, const MoeOutputs& outputs);
 
+// A new copy of every given weight tensor on `device`, also of those already there: the rotated
+// copies a timed replay reads, so that one call's weights are not in the L2 the previous call left
+// (`moekit bench`, the tuner's worker). Only `weights` and `storage` are set.
+Result<LayerCopy> copy_weights(Device device, const MoeWeights& weights);
+
 }  // namespace moekit

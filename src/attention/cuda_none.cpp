@@ -39,6 +39,17 @@ Status append_buffer(DType, int, int, int, int64_t, int64_t, const void*, const 
 Status zero_device_memory(void*, size_t, void*) { return no_cuda("zero_device_memory"); }
 Status synchronize_stream(void*) { return no_cuda("synchronize_stream"); }
 
+struct GraphReplays::Impl {};
+GraphReplays::GraphReplays(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphReplays::GraphReplays(GraphReplays&&) noexcept = default;
+GraphReplays& GraphReplays::operator=(GraphReplays&&) noexcept = default;
+GraphReplays::~GraphReplays() = default;
+Result<GraphReplays> GraphReplays::capture(int, const std::function<Status(int, void*)>&) { return no_cuda("GraphReplays::capture"); }
+Result<std::vector<double>> GraphReplays::time(int, int, int) const { return no_cuda("GraphReplays::time"); }
+Status GraphReplays::replay(int) const { return no_cuda("GraphReplays::replay"); }
+int GraphReplays::copies() const { return 0; }
+Result<int> rotated_weight_copies(double, double) { return no_cuda("rotated_weight_copies"); }
+
 Result<std::vector<double>> time_launches(const std::function<Status(void*)>&, int, int, size_t) {
   return no_cuda("time_launches");
 }

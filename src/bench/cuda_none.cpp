@@ -10,6 +10,5 @@ Result<std::vector<Ceiling>> measure_cuda_ceilings() { return no_cuda("measure_c
 Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner&, const MoeWeights&, const CudaBenchConfig&) {
   return no_cuda("make_cuda_layer_bench");
 }
-Result<std::pair<int64_t, int64_t>> cuda_l2_and_free_bytes() { return no_cuda("cuda_l2_and_free_bytes"); }
 
 }  // namespace moekit::bench

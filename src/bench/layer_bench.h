@@ -54,13 +54,12 @@ Result<std::unique_ptr<LayerBench>> make_cpu_layer_bench(const MoeRunner& runner
 // In a build without CUDA: kUnsupported.
 Result<std::vector<Ceiling>> measure_cuda_ceilings();
 // Copies the weights to the device (`copies` times, so the bytes one call reads exceed the L2 cache
-// when the layer is small) and times on the GPU. In a build without CUDA: kUnsupported.
+// when the layer is small: cuda::rotated_weight_copies) and times on the GPU. In a build without
+// CUDA: kUnsupported.
 struct CudaBenchConfig {
   int weight_copies = 1;
 };
 Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runner, const MoeWeights& host_weights,
                                                           const CudaBenchConfig& config);
-// The device's L2 size and free memory in bytes (to choose weight_copies); kUnsupported without CUDA.
-Result<std::pair<int64_t, int64_t>> cuda_l2_and_free_bytes();
 
 }  // namespace moekit::bench

@@ -1,7 +1,11 @@
-// CUDA-event timing and a streaming read-bandwidth probe for `moekit bench`.
+// CUDA-graph replays, CUDA-event timing and a streaming read-bandwidth probe for `moekit bench` and
+// `moekit tune`.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/bench_timing.h"
@@ -50,6 +54,87 @@ __global__ void stream_read_kernel(const uint4* __restrict__ p, int64_t n, unsig
 }
 
 }  // namespace
+
+struct GraphReplays::Impl {
+  cudaStream_t stream = nullptr;
+  std::vector<cudaGraph_t> graphs;
+  std::vector<cudaGraphExec_t> execs;
+  ~Impl() {
+    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    for (cudaGraphExec_t e : execs) (void)cudaGraphExecDestroy(e);
+    for (cudaGraph_t g : graphs) (void)cudaGraphDestroy(g);
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+};
+
+GraphReplays::GraphReplays(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphReplays::GraphReplays(GraphReplays&&) noexcept = default;
+GraphReplays& GraphReplays::operator=(GraphReplays&&) noexcept = default;
+GraphReplays::~GraphReplays() = default;
+int GraphReplays::copies() const { return static_cast<int>(impl_->execs.size()); }
+
+Result<GraphReplays> GraphReplays::capture(int copies, const std::function<Status(int copy, void* stream)>& enqueue) {
+  if (copies < 1) return Status::InvalidArgument("GraphReplays: copies must be at least 1, got " + std::to_string(copies));
+  auto impl = std::make_unique<Impl>();
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
+  for (int c = 0; c < copies; ++c) {
+    cudaGraph_t graph = nullptr;
+    // Thread-local mode: a worker thread's own CUDA calls elsewhere do not break this capture.
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(impl->stream, cudaStreamCaptureModeThreadLocal));
+    const Status s = enqueue(c, impl->stream);
+    const cudaError_t end = cudaStreamEndCapture(impl->stream, &graph);
+    if (graph != nullptr) impl->graphs.push_back(graph);
+    MOEKIT_RETURN_IF_ERROR(s.with_context("during graph capture"));
+    MOEKIT_CUDA_RETURN_IF_ERROR(end);
+    cudaGraphExec_t exec = nullptr;
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph, 0));
+    impl->execs.push_back(exec);
+  }
+  return GraphReplays(std::move(impl));
+}
+
+Result<std::vector<double>> GraphReplays::time(int warmup, int replays, int samples) const {
+  if (replays < 1 || samples < 1 || warmup < 0)
+    return Status::InvalidArgument("GraphReplays::time: replays (" + std::to_string(replays) + ") and samples (" +
+                                   std::to_string(samples) + ") must be at least 1, warmup (" + std::to_string(warmup) +
+                                   ") at least 0");
+  const std::vector<cudaGraphExec_t>& g = impl_->execs;
+  const cudaStream_t stream = impl_->stream;
+  for (size_t i = 0; i < static_cast<size_t>(warmup) * g.size(); ++i) MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(g[i % g.size()], stream));
+  Scratch s;  // the events, destroyed on every path
+  MOEKIT_RETURN_IF_ERROR(create_events(s, 2));
+  std::vector<double> us;
+  for (int r = 0; r < samples; ++r) {
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventRecord(s.events[0], stream));
+    for (int i = 0; i < replays; ++i) MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(g[static_cast<size_t>(i) % g.size()], stream));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventRecord(s.events[1], stream));
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(s.events[1]));
+    float ms = 0;
+    MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, s.events[0], s.events[1]));
+    us.push_back(1e3 * ms / replays);
+  }
+  return us;
+}
+
+Status GraphReplays::replay(int copy) const {
+  if (copy < 0 || copy >= copies())
+    return Status::InvalidArgument("GraphReplays::replay: copy " + std::to_string(copy) + " is not in [0, " +
+                                   std::to_string(copies()) + ")");
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(impl_->execs[static_cast<size_t>(copy)], impl_->stream));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(impl_->stream));
+  return Status::Ok();
+}
+
+Result<int> rotated_weight_copies(double bytes_per_call, double bytes_per_copy) {
+  int device = 0, l2 = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  size_t free = 0, total = 0;
+  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
+  const int want = static_cast<int>(std::ceil(2.0 * l2 / std::max(1.0, bytes_per_call)));
+  const int fit = static_cast<int>(0.5 * static_cast<double>(free) / std::max(1.0, bytes_per_copy));
+  return std::clamp(std::min(want, fit), 1, 16);
+}
 
 Result<std::vector<double>> time_launches(const std::function<Status(void* stream)>& launch, int warmup, int iters,
                                           size_t flush_bytes) {

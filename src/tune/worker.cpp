@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <optional>
+#include <utility>
 #include <thread>
 
 #include <fmt/format.h>
@@ -23,19 +24,40 @@
 namespace moekit::tune {
 namespace {
 
-// Times `fn` warmup + iters times; returns the timed runs in microseconds. The CUDA backend is timed
-// with CUDA events (cuda::time_launches, L2 flushed before each run); the CPU with a steady clock.
-Result<std::vector<double>> time_runs(BackendKind backend, int warmup, int iters, const std::function<Status(Stream)>& fn) {
-  if (backend == BackendKind::kCuda)
-    return cuda::time_launches([&](void* s) { return fn(Stream{s}); }, warmup, iters, size_t{256} << 20);
+// Replays of the layer (or of one step) a CUDA sample averages, as `moekit bench` does by default
+// (--iters 20): one replay's time would carry the launch of the graph, not the layer's steady pace.
+constexpr int kCudaReplaysPerSample = 20;
+
+// Times `fn(copy, stream)`: `iters` samples after `warmup` untimed rounds, in microseconds. The CUDA
+// backend is timed as `moekit bench` times it (cuda::GraphReplays): one CUDA graph per weight copy,
+// replayed back to back and rotating over the copies, each sample the mean of
+// kCudaReplaysPerSample replays. So a tuned row wins under the protocol that measures it later
+// (until 2026-11-29 the worker timed each run alone after a 256 MB L2 flush, and rows it chose at
+// small T lost in the bench: docs/perf-notes.md step 40). The CPU: a steady clock, one run a sample.
+Result<std::vector<double>> time_runs(BackendKind backend, int copies, int warmup, int iters,
+                                      const std::function<Status(int copy, Stream)>& fn) {
+  if (backend == BackendKind::kCuda) {
+    auto g = cuda::GraphReplays::capture(copies, [&](int c, void* s) { return fn(c, Stream{s}); });
+    if (!g.ok()) return g.status();
+    return g->time(warmup, kCudaReplaysPerSample, iters);
+  }
   std::vector<double> us;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    MOEKIT_RETURN_IF_ERROR(fn(Stream{}));
+    MOEKIT_RETURN_IF_ERROR(fn(0, Stream{}));
     const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) us.push_back(t);
   }
   return us;
+}
+
+// Bytes of the weight tensors one copy holds, and of those the smallest call reads (top_k experts).
+std::pair<double, double> weight_bytes(const MoeProblem& p, const MoeWeights& w) {
+  double total = 0;
+  for (const TensorView* t : {&w.w13, &w.w2, &w.w13_bias, &w.w2_bias, &w.w13_scale, &w.w2_scale})
+    if (t->defined()) total += static_cast<double>(t->storage_bytes());
+  const int experts = std::max(1, p.local_experts());
+  return {total * std::min(p.top_k, experts) / experts, total};
 }
 
 double median(std::vector<double> v) {
@@ -134,6 +156,24 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   }
   auto prepared = runner->prepare_weights(on_dev.weights);
   if (!prepared.ok()) return prepared.status();
+  // The copies the timed replays rotate through: copy 0 is the one validated, the others new device
+  // copies of it, as many as `moekit bench` would make (cuda::rotated_weight_copies).
+  std::vector<LayerCopy> copy_storage;
+  std::vector<PreparedWeights> copies;
+  copies.push_back(std::move(prepared).value());
+  if (dev.is_cuda()) {
+    const auto [per_call, per_copy] = weight_bytes(p, on_dev.weights);
+    auto n = cuda::rotated_weight_copies(per_call, per_copy);
+    if (!n.ok()) return n.status();
+    for (int c = 1; c < *n; ++c) {
+      auto w = copy_weights(dev, on_dev.weights);
+      if (!w.ok()) return w.status();
+      auto pw = runner->prepare_weights(w->weights);
+      if (!pw.ok()) return pw.status();
+      copy_storage.push_back(std::move(w).value());
+      copies.push_back(std::move(pw).value());
+    }
+  }
   auto ws_bytes = runner->workspace_size(on_dev.inputs);
   if (!ws_bytes.ok()) return ws_bytes.status();
   auto ws = Tensor::empty(DType::kU8, {static_cast<int64_t>(*ws_bytes)}, dev);
@@ -167,7 +207,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   apply_test_fault(rq.choice.to_string(), &poison_after);
   poison_nan(outputs.out);
   if (dev.is_cuda()) MOEKIT_RETURN_IF_ERROR(copy_tensor(run_out.out, outputs.out));
-  Status ran = runner->run(*prepared, on_dev.inputs, run_out, workspace);
+  Status ran = runner->run(copies[0], on_dev.inputs, run_out, workspace);
   if (ran.ok() && dev.is_cuda()) {
     ran = copy_tensor(outputs.out, run_out.out);
     if (ran.ok() && ids.data() != nullptr) ran = copy_tensor(ids.view(), run_out.topk_ids);
@@ -202,7 +242,13 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
 
   // Timing: the whole layer, then each step alone on the workspace the last run filled.
   const BackendKind backend = runner->device().backend;
-  auto times = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run(*prepared, on_dev.inputs, run_out, workspace, s); });
+  const int n_copies = static_cast<int>(copies.size());
+  r.timing = backend == BackendKind::kCuda
+                 ? fmt::format("CUDA graph replays, {} weight cop{} rotated, mean of {} replays a sample", n_copies,
+                               n_copies == 1 ? "y" : "ies", kCudaReplaysPerSample)
+                 : "host clock, one run a sample";
+  auto times = time_runs(backend, n_copies, rq.warmup, rq.iters,
+                         [&](int c, Stream s) { return runner->run(copies[static_cast<size_t>(c)], on_dev.inputs, run_out, workspace, s); });
   if (!times.ok()) return times.status();
   r.median_us = median(*times);
   r.min_us = *std::min_element(times->begin(), times->end());
@@ -214,7 +260,9 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   if (rq.per_step) {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const PlannedStep& st = plan.steps[i];
-      auto t = time_runs(backend, rq.warmup, rq.iters, [&](Stream s) { return runner->run_step(*prepared, on_dev.inputs, run_out, workspace, s, i); });
+      auto t = time_runs(backend, n_copies, rq.warmup, rq.iters, [&](int c, Stream s) {
+        return runner->run_step(copies[static_cast<size_t>(c)], on_dev.inputs, run_out, workspace, s, i);
+      });
       if (!t.ok()) return t.status();
       const Work w = step_work(p, st.first, st.last, stats);
       const double us = median(*t);
@@ -231,7 +279,8 @@ std::string to_json_line(const WorkerResult& r) {
   nlohmann::ordered_json j{{"ok", r.ok},         {"failure", r.failure}, {"metric", r.metric}, {"error", r.error},
                            {"median_us", r.median_us}, {"min_us", r.min_us}, {"max_us", r.max_us}, {"tflops", r.tflops},
                            {"gbps", r.gbps},     {"tuning", r.tuning},   {"plan", r.plan},     {"reference", r.reference},
-                           {"reference_note", r.reference_note}, {"weights", r.weights}};
+                           {"reference_note", r.reference_note}, {"weights", r.weights},
+                           {"timing", r.timing}};
   auto& steps = j["steps"] = nlohmann::ordered_json::array();
   for (const auto& s : r.steps)
     steps.push_back({{"kernel", s.kernel}, {"stages", s.stages}, {"first", s.first}, {"last", s.last}, {"us", s.us}, {"tflops", s.tflops}, {"gbps", s.gbps}});
@@ -257,6 +306,7 @@ Result<WorkerResult> parse_worker_json(const std::string& line) {
     r.reference = j.value("reference", "");
     r.reference_note = j.value("reference_note", "");
     r.weights = j.value("weights", "");
+    r.timing = j.value("timing", "");  // absent before 2026-11-29: the L2-flushed single runs
     for (const auto& s : j.at("steps"))
       r.steps.push_back({s.at("kernel"), s.at("stages"), s.at("first"), s.at("last"), s.at("us"), s.at("tflops"), s.at("gbps")});
     return r;

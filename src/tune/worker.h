@@ -1,7 +1,8 @@
 // One candidate of one shape, in this process: what `moekit tune-worker` runs. A random layer (seed),
 // the output NaN-poisoned, the layer run with the candidate's knob values (or with a tuned table, for
 // --run-config), checked against cpu::run_reference (or that reference read from the reference cache,
-// tune/reference_cache.h), then timed end to end and step by step.
+// tune/reference_cache.h), then timed end to end and step by step (CUDA: graph replays over rotated
+// weight copies, as `moekit bench` times).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,7 @@ struct WorkerResult {
   // why the file was not used and whether the new one was stored.
   std::string reference, reference_note;
   std::string weights;      // where the weights were made: "host" or "device" (generated in GPU memory)
+  std::string timing;       // how the times were taken (CUDA: graph replays, the weight copies rotated)
 };
 
 // The random layer every worker builds for (tokens, seed): one definition for the worker and for the

@@ -1,6 +1,7 @@
 // `moekit tune-worker`'s candidate run on the CUDA backend with its reference cache (in this process):
 // cold, it makes the weights on the host, copies them and computes the reference; warm, it reads the
 // reference and generates the weights in GPU memory, and the candidate still validates against it.
+// Both time the layer as `moekit bench` does (CUDA-graph replays over rotated weight copies).
 #include <unistd.h>
 
 #include <filesystem>
@@ -42,7 +43,14 @@ TEST(TuneWorkerCuda, AWarmCacheRunsOnWeightsGeneratedOnTheGpu) {
     // same output, so the same error against the same reference.
     EXPECT_EQ(warm->error, cold->error) << name;
     EXPECT_GT(warm->median_us, 0) << name;
+    EXPECT_LE(warm->min_us, warm->median_us) << name;
+    EXPECT_LE(warm->median_us, warm->max_us) << name;
     EXPECT_FALSE(warm->steps.empty()) << name;
+    for (const StepTiming& st : warm->steps) EXPECT_GT(st.us, 0) << name << ": " << st.kernel;
+    // Timed as `moekit bench` times: graph replays over as many weight copies as it would make
+    // (this layer is far smaller than the L2, so the most: 16).
+    EXPECT_EQ(warm->timing, "CUDA graph replays, 16 weight copies rotated, mean of 20 replays a sample") << name;
+    EXPECT_EQ(cold->timing, warm->timing) << name;
   }
   fs::remove_all(dir);
 }

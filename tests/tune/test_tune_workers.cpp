@@ -1,13 +1,15 @@
 // Worker processes: a crash and a hang are recorded and tuning goes on; a candidate that fails
-// validation is never selected; a rerun resumes from the journal; an end-to-end tune on the CPU
-// backend writes a table the runtime then uses; with a reference cache, one worker per shape computes
-// the reference and every other one reads it. Runs the real `moekit tune-worker` (MOEKIT_CLI_PATH).
+// validation is never selected; a rerun resumes from the journal (not from results timed the old
+// way); an end-to-end tune on the CPU backend writes a table the runtime then uses; with a reference
+// cache, one worker per shape computes the reference and every other one reads it. Runs the real `moekit tune-worker` (MOEKIT_CLI_PATH).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -151,6 +153,35 @@ TEST_F(TuneWorkers, ResumesFromTheJournal) {
   ASSERT_TRUE(fresh.ok());
   EXPECT_FALSE(fresh->front().tuned);
   EXPECT_EQ(fresh->front().failed, fresh->front().candidates);
+}
+
+TEST_F(TuneWorkers, RunsAgainTheCandidatesOfAJournalTimedTheOldWay) {
+  auto first = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->front().tuned);
+  // The journal as a worker before 2026-11-29 wrote it: results without "timing" (L2-flushed single
+  // runs on the GPU). Resuming from it must not reuse them: with every worker crashing now, no
+  // candidate is found in the journal and none passes.
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(o_.journal);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      EXPECT_EQ(j.at("result").at("timing"), "host clock, one run a sample");
+      j["result"].erase("timing");
+      lines.push_back(j.dump());
+    }
+  }
+  ASSERT_FALSE(lines.empty());
+  {
+    std::ofstream out(o_.journal, std::ios::trunc);
+    for (const auto& l : lines) out << l << "\n";
+  }
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "crash:", 1);
+  auto again = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->front().tuned);
+  EXPECT_EQ(again->front().failed, again->front().candidates);
 }
 
 TEST_F(TuneWorkers, OneWorkerComputesTheReferenceTheOthersReadIt) {

@@ -21,6 +21,7 @@
 #include "bench/refcheck.h"
 #include "bench/report.h"
 #include "bench/routing_gen.h"
+#include "cuda/bench_timing.h"
 #include "commands.h"
 #include "moekit/build_commit.h"
 #include "moekit/random_layer.h"
@@ -98,16 +99,13 @@ Status write_file(const std::string& path, const std::string& text) {
   return f.good() ? Status::Ok() : Status::InvalidArgument(fmt::format("cannot write {}", path));
 }
 
-// How many weight copies the GPU run rotates through: enough that the weights the smallest call
-// reads (K experts) exceed twice the L2, within half the free device memory.
+// How many weight copies the GPU run rotates through (cuda::rotated_weight_copies): the smallest call
+// reads K experts' weights.
 int weight_copies(const MoeProblem& p, const WeightBytes& w) {
-  auto mem = cuda_l2_and_free_bytes();
-  if (!mem.ok()) return 1;
-  const double per_call = std::max(1.0, w.per_expert * std::min(p.top_k, p.local_experts()));
-  const double total = std::max(1.0, w.per_expert * p.local_experts() + w.shared);
-  const int want = static_cast<int>(std::ceil(2.0 * static_cast<double>(mem->first) / per_call));
-  const int fit = static_cast<int>(0.5 * static_cast<double>(mem->second) / total);
-  return std::clamp(std::min(want, fit), 1, 16);
+  const double per_call = w.per_expert * std::min(p.top_k, p.local_experts());
+  const double total = w.per_expert * p.local_experts() + w.shared;
+  auto n = cuda::rotated_weight_copies(per_call, total);
+  return n.ok() ? *n : 1;
 }
 
 struct Accumulated {

@@ -223,8 +223,8 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_flag("--update-improved", o->update_improved, "replace a row only when the new one is better by more than --min-improvement and the noise");
   cmd->add_option("--min-improvement", o->min_improvement, "with --update-improved: e.g. 3% or 0.03");
   cmd->add_option("--timeout", o->timeout_s, "seconds a worker may run before it counts as hung");
-  cmd->add_option("--iters", o->iters, "timed runs per candidate");
-  cmd->add_option("--warmup", o->warmup, "untimed runs before them");
+  cmd->add_option("--iters", o->iters, "timed samples per candidate (CUDA: each the mean of 20 graph replays)");
+  cmd->add_option("--warmup", o->warmup, "untimed runs before them (CUDA: rounds over the weight copies)");
   cmd->add_option("--top", o->top, "end-to-end candidates besides the heuristic");
   cmd->add_option("--seed", o->seed, "seed of the random weights and inputs");
   cmd->add_option("--backend", o->backend, "auto, cpu, cuda");
@@ -242,8 +242,8 @@ CommandAction add_tune_command(CLI::App& app) {
   wc->add_option("--table", w->table, "tuned table");
   wc->add_option("--backend", w->backend, "auto, cpu, cuda");
   wc->add_option("--seed", w->seed, "seed");
-  wc->add_option("--iters", w->iters, "timed runs");
-  wc->add_option("--warmup", w->warmup, "untimed runs");
+  wc->add_option("--iters", w->iters, "timed samples (CUDA: each the mean of 20 graph replays)");
+  wc->add_option("--warmup", w->warmup, "untimed runs (CUDA: rounds over the weight copies)");
   wc->add_flag("--no-steps", w->no_steps, "do not time the steps alone");
   wc->add_option("--reference-cache", w->reference_cache, "directory of cached reference outputs");
   return [cmd, o, wc, w]() { return cmd->parsed() ? tune(*o) : wc->parsed() ? tune_worker(*w) : -1; };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run in session 22 (call3/). $1 = the commit; carry build/carry and run
-# `tar -xJf build/carry/deps.tar.xz` first). Step 39 left two questions that only the bench's
+# `tar -xJf build/carry/deps.tar.xz` first. Step 39 left two questions that only the bench's
 # protocol (CUDA-graph replay over rotated weight copies) can settle:
 #   1. Mixtral's experts on the sm_90a 64 x 128 tile in its 1 x 2 cluster below 64 routed rows: the
 #      tuner measured it 3% faster at T=8 (call 2: 628 against 647 us) and 4% at 1677791, where the

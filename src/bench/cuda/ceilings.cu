@@ -141,15 +141,6 @@ Result<double> fp8_gemm_rate() {
 
 }  // namespace
 
-Result<std::pair<int64_t, int64_t>> cuda_l2_and_free_bytes() {
-  int device = 0, l2 = 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  size_t free = 0, total = 0;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
-  return std::pair<int64_t, int64_t>{l2, static_cast<int64_t>(free)};
-}
-
 Result<std::vector<Ceiling>> measure_cuda_ceilings() {
   std::vector<Ceiling> c;
   auto bw = cuda::measure_read_bandwidth(size_t{1} << 30, 10);

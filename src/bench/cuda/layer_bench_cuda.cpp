@@ -1,8 +1,8 @@
-// The GPU's layer timing for `moekit bench`: MoeRunner::run captured in a CUDA graph on a
-// non-default stream and replayed between two events; one graph per weight copy, replays rotating
-// among them so that the bytes one call reads come from HBM, not from the L2 left by the previous
-// call. --stages captures each step of the plan alone (run_step); the cuBLAS baseline (baseline.h)
-// is captured and replayed the same way.
+// The GPU's layer timing for `moekit bench`: MoeRunner::run captured in a CUDA graph per weight copy
+// and replayed back to back between two events, rotating among the copies so that the bytes one
+// call reads come from HBM, not from the L2 left by the previous call (cuda::GraphReplays, which
+// the tuner's worker times with too). --stages captures each step of the plan alone (run_step); the
+// cuBLAS baseline (baseline.h) is captured and replayed the same way.
 #include <cuda_runtime_api.h>
 
 #include <functional>
@@ -13,7 +13,9 @@
 
 #include "bench/cuda/baseline.h"
 #include "bench/layer_bench.h"
+#include "cuda/bench_timing.h"
 #include "cuda/cuda_check.h"
+#include "moekit/layer_copy.h"
 
 namespace moekit::bench {
 namespace {
@@ -38,54 +40,6 @@ Status mirror(Fields& fields, std::vector<Tensor>& storage) {
   return Status::Ok();
 }
 
-struct Graph {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  Graph() = default;
-  Graph(Graph&& o) noexcept : graph(std::exchange(o.graph, nullptr)), exec(std::exchange(o.exec, nullptr)) {}
-  ~Graph() {
-    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-  }
-};
-
-// Captures what `enqueue(stream)` puts on `stream` (nothing runs yet).
-Result<Graph> capture(cudaStream_t stream, const std::function<Status(cudaStream_t)>& enqueue) {
-  Graph g;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status s = enqueue(stream);
-  const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
-  MOEKIT_RETURN_IF_ERROR(s.with_context("during graph capture"));
-  MOEKIT_CUDA_RETURN_IF_ERROR(end);
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&g.exec, g.graph, 0));
-  return g;
-}
-
-// `reps` samples, each the mean time of `iters` replays (rotating over `graphs`) between two events.
-Result<std::vector<double>> time_replays(const std::vector<Graph>& graphs, const TimingOptions& o, cudaStream_t stream) {
-  for (int i = 0; i < o.warmup * static_cast<int>(graphs.size()); ++i)
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graphs[i % graphs.size()].exec, stream));
-  cudaEvent_t a = nullptr, b = nullptr;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
-  std::vector<double> us;
-  Status s = Status::Ok();
-  for (int r = 0; r < o.reps && s.ok(); ++r) {
-    s = detail::cuda_status(cudaEventRecord(a, stream), "cudaEventRecord", __FILE__, __LINE__);
-    for (int i = 0; i < o.iters && s.ok(); ++i)
-      s = detail::cuda_status(cudaGraphLaunch(graphs[i % graphs.size()].exec, stream), "cudaGraphLaunch", __FILE__, __LINE__);
-    if (s.ok()) s = detail::cuda_status(cudaEventRecord(b, stream), "cudaEventRecord", __FILE__, __LINE__);
-    if (s.ok()) s = detail::cuda_status(cudaEventSynchronize(b), "cudaEventSynchronize", __FILE__, __LINE__);
-    float ms = 0;
-    if (s.ok()) s = detail::cuda_status(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime", __FILE__, __LINE__);
-    us.push_back(1e3 * ms / o.iters);
-  }
-  (void)cudaEventDestroy(a);
-  (void)cudaEventDestroy(b);
-  if (!s.ok()) return s;
-  return us;
-}
-
 // NaN in every float dtype (0xFF bytes): a row the layer leaves unwritten shows in --refcheck.
 // cudaMemset runs on the legacy stream and may return before it is done; the layer's graphs replay
 // on a non-blocking stream, which does not wait for it, so wait here (as memcpy_sync does).
@@ -103,10 +57,8 @@ class CudaLayerBench final : public LayerBench {
     std::optional<PreparedWeights> prepared;
   };
 
-  CudaLayerBench(const MoeRunner& runner, std::vector<Copy> copies, std::unique_ptr<CublasBaseline> baseline, std::string note,
-                 cudaStream_t stream)
-      : runner_(runner), copies_(std::move(copies)), baseline_(std::move(baseline)), note_(std::move(note)), stream_(stream) {}
-  ~CudaLayerBench() override { (void)cudaStreamDestroy(stream_); }
+  CudaLayerBench(const MoeRunner& runner, std::vector<Copy> copies, std::unique_ptr<CublasBaseline> baseline, std::string note)
+      : runner_(runner), copies_(std::move(copies)), baseline_(std::move(baseline)), note_(std::move(note)) {}
 
   Result<SetTiming> measure(const MoeInputs& host_in, const TimingOptions& o) override {
     const MoeProblem& p = runner_.problem();
@@ -131,18 +83,16 @@ class CudaLayerBench final : public LayerBench {
     const std::span<std::byte> workspace(static_cast<std::byte*>(ws->data()), *bytes);
 
     SetTiming s;
-    auto graphs_of = [&](const std::function<Status(const Copy&, cudaStream_t)>& body) -> Result<std::vector<Graph>> {
-      std::vector<Graph> g;
-      for (const Copy& c : copies_) {
-        auto one = capture(stream_, [&](cudaStream_t st) { return body(c, st); });
-        if (!one.ok()) return one.status();
-        g.push_back(std::move(one).value());
-      }
-      return g;
+    // One graph per weight copy of what `body` enqueues; each set of graphs is timed alone.
+    auto graphs_of = [&](const std::function<Status(const Copy&, cudaStream_t)>& body) {
+      return cuda::GraphReplays::capture(static_cast<int>(copies_.size()), [&](int c, void* st) {
+        return body(copies_[static_cast<size_t>(c)], static_cast<cudaStream_t>(st));
+      });
     };
+    auto time_replays = [&](const cuda::GraphReplays& g) { return g.time(o.warmup, o.iters, o.reps); };
     auto layer = graphs_of([&](const Copy& c, cudaStream_t st) { return runner_.run(*c.prepared, in, outs, workspace, Stream{st}); });
     if (!layer.ok()) return layer.status();
-    auto us = time_replays(*layer, o, stream_);
+    auto us = time_replays(*layer);
     if (!us.ok()) return us.status();
     s.layer_us = std::move(us).value();
 
@@ -157,7 +107,7 @@ class CudaLayerBench final : public LayerBench {
       for (size_t k = 0; k < plan.steps.size(); ++k) {
         auto g = graphs_of([&](const Copy& c, cudaStream_t st) { return runner_.run_step(*c.prepared, in, outs, workspace, Stream{st}, k); });
         if (!g.ok()) return g.status();
-        auto t = time_replays(*g, o, stream_);
+        auto t = time_replays(*g);
         if (!t.ok()) return t.status();
         s.step_names.push_back(plan.steps[k].kernel);
         s.step_us.push_back(std::move(t).value());
@@ -177,7 +127,7 @@ class CudaLayerBench final : public LayerBench {
         return baseline_->enqueue(c.weights, in.hidden, baseline_out_.view(), st);
       });
       if (!g.ok()) return g.status();
-      auto t = time_replays(*g, o, stream_);
+      auto t = time_replays(*g);
       if (!t.ok()) return t.status();
       s.baseline_us = std::move(t).value();
     }
@@ -187,7 +137,7 @@ class CudaLayerBench final : public LayerBench {
       if (*m > 0) {
         auto g = graphs_of([&](const Copy& c, cudaStream_t st) { return baseline_->enqueue_batched(c.weights, st); });
         if (!g.ok()) return g.status();
-        auto t = time_replays(*g, o, stream_);
+        auto t = time_replays(*g);
         if (!t.ok()) return t.status();
         s.batched_us = std::move(t).value();
         s.batched_rows_per_expert = *m;
@@ -195,8 +145,7 @@ class CudaLayerBench final : public LayerBench {
     }
     // One more whole-layer replay, so that --refcheck sees the output of a complete call, not of a
     // step replayed alone (a step that accumulates would have added to it).
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(layer->front().exec, stream_));
-    MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    MOEKIT_RETURN_IF_ERROR(layer->replay(0));
     return s;
   }
 
@@ -219,7 +168,6 @@ class CudaLayerBench final : public LayerBench {
   std::vector<Copy> copies_;
   std::unique_ptr<CublasBaseline> baseline_;
   std::string note_;
-  cudaStream_t stream_;
   Tensor out_, baseline_out_;
 };
 
@@ -229,13 +177,11 @@ Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runne
                                                           const CudaBenchConfig& config) {
   std::vector<CudaLayerBench::Copy> copies(static_cast<size_t>(std::max(config.weight_copies, 1)));
   for (CudaLayerBench::Copy& c : copies) {
-    c.weights = host_weights;
-    MoeWeights& w = c.weights;
-    std::vector<TensorView*> fields{&w.w13, &w.w2, &w.w13_bias, &w.w2_bias, &w.w13_scale, &w.w2_scale, &w.w13_zero_point,
-                                    &w.w2_zero_point, &w.w13_global_scale, &w.w2_global_scale, &w.w13_input_scale, &w.w2_input_scale,
-                                    &w.w13_pre_quant_scale, &w.w2_pre_quant_scale, &w.expert_map};
-    MOEKIT_RETURN_IF_ERROR(mirror(fields, c.storage));
-    auto prepared = runner.prepare_weights(w);
+    auto w = copy_weights(Device::cuda(), host_weights);
+    if (!w.ok()) return w.status();
+    c.weights = w->weights;
+    c.storage = std::move(w->storage);
+    auto prepared = runner.prepare_weights(c.weights);
     if (!prepared.ok()) return prepared.status();
     c.prepared.emplace(std::move(prepared).value());
   }
@@ -247,10 +193,8 @@ Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runne
             "expert for gemm2, weighted combine";
   else
     note += "none (" + baseline.status().message() + ")";
-  cudaStream_t stream = nullptr;
-  MOEKIT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  return std::unique_ptr<LayerBench>(new CudaLayerBench(runner, std::move(copies), baseline.ok() ? std::move(baseline).value() : nullptr,
-                                                        std::move(note), stream));
+  return std::unique_ptr<LayerBench>(
+      new CudaLayerBench(runner, std::move(copies), baseline.ok() ? std::move(baseline).value() : nullptr, std::move(note)));
 }
 
 }  // namespace moekit::bench
