@@ -36,4 +36,10 @@ std::vector<int> popularity_ranks(int num_experts, const RoutingSkew& skew);
 // Balanced (skew.balanced_top_k > 0, at most E) ignores set_seed.
 void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint64_t set_seed);
 
+// The set seed `moekit bench --seed SEED` draws set `set` of T tokens with; the tuner's worker times
+// on the same draws (src/tune/worker.cpp), so both measure the same routings.
+inline uint64_t bench_set_seed(uint64_t seed, int64_t tokens, int set) {
+  return seed * 7919 + static_cast<uint64_t>(tokens) * 31 + static_cast<uint64_t>(set);
+}
+
 }  // namespace moekit::bench

@@ -131,9 +131,10 @@ Result<int> rotated_weight_copies(double bytes_per_call, double bytes_per_copy) 
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   size_t free = 0, total = 0;
   MOEKIT_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
-  const int want = static_cast<int>(std::ceil(2.0 * l2 / std::max(1.0, bytes_per_call)));
-  const int fit = static_cast<int>(0.5 * static_cast<double>(free) / std::max(1.0, bytes_per_copy));
-  return std::clamp(std::min(want, fit), 1, 16);
+  // In double until clamped: a few bytes a call would ask for more copies than an int holds.
+  const double want = std::ceil(2.0 * l2 / std::max(1.0, bytes_per_call));
+  const double fit = std::floor(0.5 * static_cast<double>(free) / std::max(1.0, bytes_per_copy));
+  return static_cast<int>(std::clamp(std::min(want, fit), 1.0, 16.0));
 }
 
 Result<std::vector<double>> time_launches(const std::function<Status(void* stream)>& launch, int warmup, int iters,

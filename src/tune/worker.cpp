@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/routing_gen.h"
 #include "cuda/bench_timing.h"
 #include "moekit/cpu_reference.h"
 #include "moekit/layer_copy.h"
@@ -28,27 +29,69 @@ namespace {
 // (--iters 20): one replay's time would carry the launch of the graph, not the layer's steady pace.
 constexpr int kCudaReplaysPerSample = 20;
 
-// Times `fn(copy, stream)`: `iters` samples after `warmup` untimed rounds, in microseconds. The CUDA
-// backend is timed as `moekit bench` times it (cuda::GraphReplays): one CUDA graph per weight copy,
-// replayed back to back and rotating over the copies, each sample the mean of
-// kCudaReplaysPerSample replays. So a tuned row wins under the protocol that measures it later
+// Times `fn(g, stream)` for g = 0 .. graphs - 1 in turn (a weight copy and a routing draw each):
+// `iters` samples after `warmup` untimed rounds, in microseconds. The CUDA backend is timed as
+// `moekit bench` times it (cuda::GraphReplays): one CUDA graph per g, replayed back to back in turn,
+// each sample the mean of kCudaReplaysPerSample replays. So a tuned row wins under the protocol that measures it later
 // (until 2026-11-29 the worker timed each run alone after a 256 MB L2 flush, and rows it chose at
 // small T lost in the bench: docs/perf-notes.md step 40). The CPU: a steady clock, one run a sample.
-Result<std::vector<double>> time_runs(BackendKind backend, int copies, int warmup, int iters,
-                                      const std::function<Status(int copy, Stream)>& fn) {
+Result<std::vector<double>> time_runs(BackendKind backend, int graphs, int warmup, int iters,
+                                      const std::function<Status(int g, Stream)>& fn) {
   if (backend == BackendKind::kCuda) {
-    auto g = cuda::GraphReplays::capture(copies, [&](int c, void* s) { return fn(c, Stream{s}); });
+    auto g = cuda::GraphReplays::capture(graphs, [&](int c, void* s) { return fn(c, Stream{s}); });
     if (!g.ok()) return g.status();
     return g->time(warmup, kCudaReplaysPerSample, iters);
   }
   std::vector<double> us;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    MOEKIT_RETURN_IF_ERROR(fn(0, Stream{}));
+    MOEKIT_RETURN_IF_ERROR(fn(i % graphs, Stream{}));
     const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) us.push_back(t);
   }
   return us;
+}
+
+// Routing draws a candidate is timed on. The layer's time depends on which experts its routing
+// hits and how unevenly (Mixtral T=8: 7 or 8 experts of 8; DeepSeek-V3 T=256: 82 experts in the
+// random layer's routing, 102 in the bench's), so a plan tuned on one draw can lose on another:
+// step 40 of docs/perf-notes.md found the tuner's rows losing in the bench for that reason, not the
+// timing. The worker therefore times on the router logits `moekit bench --seed SEED` draws for its
+// first kTimingDraws sets (bench/routing_gen.h: uniform popularity, the same set seeds), averaging
+// over them. Validation keeps the random layer's own logits (the cached reference is for those).
+// Inputs that arrive routed (pre-routed, masked, indexed) keep their own routing.
+constexpr int kTimingDraws = 4;
+
+struct TimingDraws {
+  std::vector<MoeInputs> inputs;  // on the runner's device
+  std::vector<Tensor> storage;
+  bool from_bench = false;
+};
+
+Result<TimingDraws> timing_draws(const MoeProblem& p, const WorkerRequest& rq, Device dev, const MoeInputs& on_dev) {
+  TimingDraws d;
+  if (p.input_format != InputFormat::kStandard || !on_dev.router_logits.defined() || on_dev.router_logits.numel() == 0) {
+    d.inputs.push_back(on_dev);
+    return d;
+  }
+  d.from_bench = true;
+  for (int set = 0; set < kTimingDraws; ++set) {
+    auto host = Tensor::empty(on_dev.router_logits.dtype(), on_dev.router_logits.shape());
+    if (!host.ok()) return host.status();
+    bench::fill_router_logits(host->view(), {.seed = rq.seed}, bench::bench_set_seed(rq.seed, rq.tokens, set));
+    MoeInputs in = on_dev;
+    in.router_logits = host->view();
+    if (dev.is_cuda()) {
+      auto copy = Tensor::empty(host->dtype(), host->shape(), dev);
+      if (!copy.ok()) return copy.status();
+      MOEKIT_RETURN_IF_ERROR(copy_tensor(copy->view(), host->view()));
+      in.router_logits = copy->view();
+      d.storage.push_back(std::move(copy).value());
+    }
+    d.storage.push_back(std::move(host).value());
+    d.inputs.push_back(in);
+  }
+  return d;
 }
 
 // Bytes of the weight tensors one copy holds, and of those the smallest call reads (top_k experts).
@@ -240,31 +283,50 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
     return r;
   }
 
-  // Timing: the whole layer, then each step alone on the workspace the last run filled.
+  // Timing on the bench's routing draws (timing_draws), the whole layer rotating over the draws and
+  // the weight copies; then each step alone on draw 0 (its routing maps must be in the workspace).
+  auto draws = timing_draws(p, rq, dev, on_dev.inputs);
+  if (!draws.ok()) return draws.status();
+  const std::vector<MoeInputs>& draw_inputs = draws->inputs;
   const BackendKind backend = runner->device().backend;
   const int n_copies = static_cast<int>(copies.size());
+  const int n_draws = static_cast<int>(draw_inputs.size());
+  const std::string routing = draws->from_bench ? fmt::format("{} routing draw{} of `moekit bench --seed {}`", n_draws, n_draws == 1 ? "" : "s", rq.seed)
+                                                : std::string("the layer's own routing");
   r.timing = backend == BackendKind::kCuda
-                 ? fmt::format("CUDA graph replays, {} weight cop{} rotated, mean of {} replays a sample", n_copies,
-                               n_copies == 1 ? "y" : "ies", kCudaReplaysPerSample)
-                 : "host clock, one run a sample";
-  auto times = time_runs(backend, n_copies, rq.warmup, rq.iters,
-                         [&](int c, Stream s) { return runner->run(copies[static_cast<size_t>(c)], on_dev.inputs, run_out, workspace, s); });
+                 ? fmt::format("CUDA graph replays, {} weight cop{} rotated, mean of {} replays a sample; {}", n_copies,
+                               n_copies == 1 ? "y" : "ies", kCudaReplaysPerSample, routing)
+                 : fmt::format("host clock, one run a sample; {}", routing);
+  auto times = time_runs(backend, n_copies * n_draws, rq.warmup, rq.iters, [&](int g, Stream s) {
+    return runner->run(copies[static_cast<size_t>(g % n_copies)], draw_inputs[static_cast<size_t>(g / n_copies)], run_out, workspace, s);
+  });
   if (!times.ok()) return times.status();
   r.median_us = median(*times);
   r.min_us = *std::min_element(times->begin(), times->end());
   r.max_us = *std::max_element(times->begin(), times->end());
-  const RoutingStats stats = stats_of(p, *layer, in, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids, plan.num_tokens);
-  const Work total = step_work(p, Stage::kRoute, Stage::kFinalize, stats);
+  // The figures' work: each draw's routing (the layer run once on it, the last run on draw 0), averaged.
+  Work total;
+  RoutingStats stats0;
+  for (int d = n_draws - 1; d >= 0; --d) {
+    MOEKIT_RETURN_IF_ERROR(runner->run(copies[0], draw_inputs[static_cast<size_t>(d)], run_out, workspace));
+    MOEKIT_RETURN_IF_ERROR(synchronize(dev));
+    if (dev.is_cuda() && ids.data() != nullptr) MOEKIT_RETURN_IF_ERROR(copy_tensor(ids.view(), run_out.topk_ids));
+    const RoutingStats st = stats_of(p, *layer, in, p.input_format == InputFormat::kStandard ? ids.view() : in.topk_ids, plan.num_tokens);
+    const Work w = step_work(p, Stage::kRoute, Stage::kFinalize, st);
+    total.flops += w.flops / n_draws;
+    total.bytes += w.bytes / n_draws;
+    if (d == 0) stats0 = st;
+  }
   r.tflops = tflops(total, r.median_us);
   r.gbps = gbps(total, r.median_us);
   if (rq.per_step) {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const PlannedStep& st = plan.steps[i];
       auto t = time_runs(backend, n_copies, rq.warmup, rq.iters, [&](int c, Stream s) {
-        return runner->run_step(copies[static_cast<size_t>(c)], on_dev.inputs, run_out, workspace, s, i);
+        return runner->run_step(copies[static_cast<size_t>(c)], draw_inputs[0], run_out, workspace, s, i);
       });
       if (!t.ok()) return t.status();
-      const Work w = step_work(p, st.first, st.last, stats);
+      const Work w = step_work(p, st.first, st.last, stats0);
       const double us = median(*t);
       const std::string range = st.first == st.last ? std::string(stage_name(st.first))
                                                      : fmt::format("{}..{}", stage_name(st.first), stage_name(st.last));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step 40, call 1 ($1 = the commit; carry build/carry and run `tar -xJf build/carry/deps.tar.xz`
+# Step 40, call 1, run at 3c853bf (call1/) ($1 = the commit; carry build/carry and run `tar -xJf build/carry/deps.tar.xz`
 # first): the tuner's worker now times as `moekit bench` does (cuda::GraphReplays over rotated weight
 # copies). 1. the new GPU tests (GraphReplays, the worker, the bench's GPU side); 2. the bench after
 # its move onto GraphReplays, at two of call 3's points (retune/call3: Mixtral T=8 678.9 us);
