@@ -41,4 +41,14 @@ void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint6
   }
 }
 
+Result<RandomLayer> bench_set_inputs(const MoeProblem& problem, int64_t tokens, uint64_t seed, int set, const RoutingSkew& skew) {
+  // Fresh hidden states and routing per set; the same seeds give the same data on every machine.
+  auto in = make_random_layer(problem, {.num_tokens = tokens, .seed = seed * 1000003 + static_cast<uint64_t>(tokens) * 101 + static_cast<uint64_t>(set),
+                                        .inputs_only = true});
+  if (!in.ok()) return in.status();
+  if (in->router_logits.view().defined())
+    fill_router_logits(in->router_logits, skew, seed * 7919 + static_cast<uint64_t>(tokens) * 31 + static_cast<uint64_t>(set));
+  return in;
+}
+
 }  // namespace moekit::bench

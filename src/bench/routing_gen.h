@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "moekit/random_layer.h"
+#include "moekit/status.h"
 #include "moekit/tensor.h"
 
 namespace moekit::bench {
@@ -36,10 +38,10 @@ std::vector<int> popularity_ranks(int num_experts, const RoutingSkew& skew);
 // Balanced (skew.balanced_top_k > 0, at most E) ignores set_seed.
 void fill_router_logits(const TensorView& logits, const RoutingSkew& skew, uint64_t set_seed);
 
-// The set seed `moekit bench --seed SEED` draws set `set` of T tokens with; the tuner's worker times
-// on the same draws (src/tune/worker.cpp), so both measure the same routings.
-inline uint64_t bench_set_seed(uint64_t seed, int64_t tokens, int set) {
-  return seed * 7919 + static_cast<uint64_t>(tokens) * 31 + static_cast<uint64_t>(set);
-}
+// The inputs of measurement set `set` of `moekit bench --seed SEED` at T tokens: hidden states and
+// the other inputs (DeepSeek-V3's correction bias among them) of a random layer seeded per set, the
+// router logits then drawn by fill_router_logits with `skew`. The tuner's worker times on the same
+// sets (src/tune/worker.cpp), so both measure the same routings and the same data.
+Result<RandomLayer> bench_set_inputs(const MoeProblem& problem, int64_t tokens, uint64_t seed, int set, const RoutingSkew& skew);
 
 }  // namespace moekit::bench

@@ -29,7 +29,7 @@ namespace {
 // (--iters 20): one replay's time would carry the launch of the graph, not the layer's steady pace.
 constexpr int kCudaReplaysPerSample = 20;
 
-// Times `fn(g, stream)` for g = 0 .. graphs - 1 in turn (a weight copy and a routing draw each):
+// Times `fn(g, stream)` for g = 0 .. graphs - 1 in turn (a weight copy and an input set each):
 // `iters` samples after `warmup` untimed rounds, in microseconds. The CUDA backend is timed as
 // `moekit bench` times it (cuda::GraphReplays): one CUDA graph per g, replayed back to back in turn,
 // each sample the mean of kCudaReplaysPerSample replays. So a tuned row wins under the protocol that measures it later
@@ -56,39 +56,38 @@ Result<std::vector<double>> time_runs(BackendKind backend, int graphs, int warmu
 // hits and how unevenly (Mixtral T=8: 7 or 8 experts of 8; DeepSeek-V3 T=256: 82 experts in the
 // random layer's routing, 102 in the bench's), so a plan tuned on one draw can lose on another:
 // step 40 of docs/perf-notes.md found the tuner's rows losing in the bench for that reason, not the
-// timing. The worker therefore times on the router logits `moekit bench --seed SEED` draws for its
-// first kTimingDraws sets (bench/routing_gen.h: uniform popularity, the same set seeds), averaging
-// over them. Validation keeps the random layer's own logits (the cached reference is for those).
-// Inputs that arrive routed (pre-routed, masked, indexed) keep their own routing.
+// timing. The worker therefore times on the inputs of the first kTimingDraws measurement sets of
+// `moekit bench --seed SEED` (bench::bench_set_inputs: hidden states, DeepSeek-V3's correction
+// bias and the router logits, uniform popularity), rotating over them. Validation keeps the random
+// layer's own inputs (the cached reference is for those). Inputs that arrive routed (pre-routed,
+// masked, indexed) keep their own routing: the bench does not draw those.
 constexpr int kTimingDraws = 4;
 
 struct TimingDraws {
   std::vector<MoeInputs> inputs;  // on the runner's device
-  std::vector<Tensor> storage;
+  std::vector<RandomLayer> host;  // the sets' host tensors
+  std::vector<LayerCopy> device;  // their device copies (CUDA)
   bool from_bench = false;
 };
 
 Result<TimingDraws> timing_draws(const MoeProblem& p, const WorkerRequest& rq, Device dev, const MoeInputs& on_dev) {
   TimingDraws d;
-  if (p.input_format != InputFormat::kStandard || !on_dev.router_logits.defined() || on_dev.router_logits.numel() == 0) {
+  if (p.input_format != InputFormat::kStandard) {
     d.inputs.push_back(on_dev);
     return d;
   }
   d.from_bench = true;
   for (int set = 0; set < kTimingDraws; ++set) {
-    auto host = Tensor::empty(on_dev.router_logits.dtype(), on_dev.router_logits.shape());
-    if (!host.ok()) return host.status();
-    bench::fill_router_logits(host->view(), {.seed = rq.seed}, bench::bench_set_seed(rq.seed, rq.tokens, set));
-    MoeInputs in = on_dev;
-    in.router_logits = host->view();
+    auto layer = bench::bench_set_inputs(p, rq.tokens, rq.seed, set, {.seed = rq.seed});
+    if (!layer.ok()) return layer.status();
+    MoeInputs in = layer->inputs();
     if (dev.is_cuda()) {
-      auto copy = Tensor::empty(host->dtype(), host->shape(), dev);
-      if (!copy.ok()) return copy.status();
-      MOEKIT_RETURN_IF_ERROR(copy_tensor(copy->view(), host->view()));
-      in.router_logits = copy->view();
-      d.storage.push_back(std::move(copy).value());
+      auto c = copy_layer(dev, {}, in, {});
+      if (!c.ok()) return c.status();
+      in = c->inputs;
+      d.device.push_back(std::move(c).value());
     }
-    d.storage.push_back(std::move(host).value());
+    d.host.push_back(std::move(layer).value());
     d.inputs.push_back(in);
   }
   return d;
@@ -283,16 +282,16 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
     return r;
   }
 
-  // Timing on the bench's routing draws (timing_draws), the whole layer rotating over the draws and
-  // the weight copies; then each step alone on draw 0 (its routing maps must be in the workspace).
+  // Timing on the bench's sets (timing_draws), the whole layer rotating over the sets and the weight
+  // copies; then each step alone on set 0 (its routing maps must be in the workspace).
   auto draws = timing_draws(p, rq, dev, on_dev.inputs);
   if (!draws.ok()) return draws.status();
   const std::vector<MoeInputs>& draw_inputs = draws->inputs;
   const BackendKind backend = runner->device().backend;
   const int n_copies = static_cast<int>(copies.size());
   const int n_draws = static_cast<int>(draw_inputs.size());
-  const std::string routing = draws->from_bench ? fmt::format("{} routing draw{} of `moekit bench --seed {}`", n_draws, n_draws == 1 ? "" : "s", rq.seed)
-                                                : std::string("the layer's own routing");
+  const std::string routing = draws->from_bench ? fmt::format("the inputs of {} set{} of `moekit bench --seed {}`", n_draws, n_draws == 1 ? "" : "s", rq.seed)
+                                                : std::string("the layer's own inputs");
   r.timing = backend == BackendKind::kCuda
                  ? fmt::format("CUDA graph replays, {} weight cop{} rotated, mean of {} replays a sample; {}", n_copies,
                                n_copies == 1 ? "y" : "ies", kCudaReplaysPerSample, routing)

@@ -50,7 +50,7 @@ TEST(TuneWorkerCuda, AWarmCacheRunsOnWeightsGeneratedOnTheGpu) {
     // Timed as `moekit bench` times: graph replays over as many weight copies as it would make
     // (this layer is far smaller than the L2, so the most: 16), on the bench's routing draws.
     EXPECT_EQ(warm->timing,
-              "CUDA graph replays, 16 weight copies rotated, mean of 20 replays a sample; 4 routing draws of `moekit bench --seed 5`")
+              "CUDA graph replays, 16 weight copies rotated, mean of 20 replays a sample; the inputs of 4 sets of `moekit bench --seed 5`")
         << name;
     EXPECT_EQ(cold->timing, warm->timing) << name;
   }

@@ -167,7 +167,7 @@ TEST_F(TuneWorkers, RunsAgainTheCandidatesOfAJournalTimedTheOldWay) {
     std::ifstream in(o_.journal);
     for (std::string line; std::getline(in, line);) {
       auto j = nlohmann::json::parse(line);
-      EXPECT_EQ(j.at("result").at("timing"), "host clock, one run a sample; 4 routing draws of `moekit bench --seed 1`");
+      EXPECT_EQ(j.at("result").at("timing"), "host clock, one run a sample; the inputs of 4 sets of `moekit bench --seed 1`");
       j["result"].erase("timing");
       lines.push_back(j.dump());
     }

@@ -273,10 +273,8 @@ int run(BenchOptions o) {
       Accumulated acc;
       std::optional<RandomLayer> inputs;
       for (int set = 0; set < o.sets; ++set) {
-        // Fresh hidden states and routing per set; the same seeds give the same data on every machine.
-        auto in = make_random_layer(p, {.num_tokens = T, .seed = o.seed * 1000003 + static_cast<uint64_t>(T) * 101 + set, .inputs_only = true});
+        auto in = bench_set_inputs(p, T, o.seed, set, skew);  // fresh hidden states and routing per set
         if (!in.ok()) return fail(in.status());
-        fill_router_logits(in->router_logits, skew, bench_set_seed(o.seed, T, set));
         auto timing = (*bench)->measure(in->inputs(), topts);
         if (!timing.ok()) return fail(timing.status().with_context(fmt::format("{} T={}", name, T)));
         // Activations in (hidden, router logits) and out (the combined output, the size of hidden).

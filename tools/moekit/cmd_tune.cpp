@@ -124,8 +124,8 @@ void print_report(const tune::ShapeReport& r, size_t i, size_t n) {
     fmt::print("  heuristic {:.1f} us   tuned {:.1f} us ({:.2f}x)   {} {:.1e}   choice {}\n", h, r.row.time_us, r.row.time_us > 0 ? h / r.row.time_us : 0.0,
                r.row.metric, r.row.error, r.row.choice.to_string());
     fmt::print("  end to end {:.3f} TFLOP/s {:.1f} GB/s (active experts only)\n", r.winner.tflops, r.winner.gbps);
-    // How the times above were taken: the bench's protocol and routing draws (docs/tune.md).
-    if (!r.winner.timing.empty()) fmt::print("  timed: {} (each step alone: the first draw)\n", r.winner.timing);
+    // How the times above were taken: the bench's protocol and input sets (docs/tune.md).
+    if (!r.winner.timing.empty()) fmt::print("  timed: {} (each step alone: the first set)\n", r.winner.timing);
     for (const auto& s : r.winner.steps)
       fmt::print("    {:<24} {:<20} {:9.1f} us {:8.3f} TFLOP/s {:8.1f} GB/s\n", s.kernel, s.stages, s.us, s.tflops, s.gbps);
   }
@@ -228,7 +228,7 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_option("--iters", o->iters, "timed samples per candidate (CUDA: each the mean of 20 graph replays)");
   cmd->add_option("--warmup", o->warmup, "untimed runs before them (CUDA: rounds over the weight copies)");
   cmd->add_option("--top", o->top, "end-to-end candidates besides the heuristic");
-  cmd->add_option("--seed", o->seed, "seed of the random weights and inputs, and the `moekit bench --seed` whose routing draws time the candidates");
+  cmd->add_option("--seed", o->seed, "seed of the random weights and inputs, and the `moekit bench --seed` whose input sets time the candidates");
   cmd->add_option("--backend", o->backend, "auto, cpu, cuda");
   cmd->add_flag("--no-progress", o->no_progress, "no progress bar");
   cmd->add_option("--jobs", o->jobs, "workers at a time (default: one per GPU with the CUDA backend, one on the CPU)");
