@@ -339,6 +339,16 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
     const auto final_choices = final_candidates(space, best_per_knob(space, stagewise), o.top);
     progress.add_total(static_cast<int>(final_choices.size()) - 1);
     const auto finals = record(final_choices, "e2e");
+    // --update-improved weighs the new row against the old row's choice measured now, in this run,
+    // not against the time stored with it: that time may come from another timing protocol (the
+    // worker's changed on 2026-11-29, docs/tune.md), another commit or another state of the machine.
+    const TuningRow* old = table.find(DeviceFingerprint::of(*device), problem_key(shape.problem), shape.tokens);
+    std::optional<Measured> old_now;
+    if (o.update_improved && old != nullptr) {
+      progress.add_total(1);
+      auto m = record({old->choice}, "old row");  // empty when the dispatcher would refuse it now
+      if (!m.empty()) old_now = m.front();
+    }
     const Measured* heuristic = finals.empty() || !finals.front().result.ok ? nullptr : &finals.front();
     const Measured* winner = nullptr;
     for (const Measured& m : finals)
@@ -354,9 +364,21 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
                           .heuristic_us = heuristic ? heuristic->result.median_us : 0.0,
                           .noise_us = winner->result.max_us - winner->result.min_us, .error = winner->result.error,
                           .metric = winner->result.metric, .tokens = shape.tokens, .date = now_utc(), .version = MOEKIT_VERSION_STRING};
-      const TuningRow* old = table.find(rep.row.device, rep.row.problem, shape.tokens);
-      UpdateDecision d = o.update_improved ? update_improved(old, rep.row, o.min_improvement)
-                                           : UpdateDecision{true, old ? "replaced (no --update-improved)" : "added"};
+      UpdateDecision d{true, old ? "replaced (no --update-improved)" : "added"};
+      if (o.update_improved) {
+        if (old == nullptr) {
+          d = update_improved(nullptr, rep.row, o.min_improvement);
+        } else if (!old_now || !old_now->result.ok) {
+          d = {true, fmt::format("replaced: the old row's choice does not run here now ({})",
+                                 old_now ? old_now->result.failure : "the dispatcher refuses it for this problem and device")};
+        } else {
+          TuningRow measured_now = *old;
+          measured_now.time_us = old_now->result.median_us;
+          measured_now.noise_us = old_now->result.max_us - old_now->result.min_us;
+          d = update_improved(&measured_now, rep.row, o.min_improvement);
+          d.why += fmt::format(" [the old row re-measured in this run; {:.1f} us stored with it]", old->time_us);
+        }
+      }
       rep.update = d.why;
       if (d.replace) table.upsert(rep.row);
       MOEKIT_RETURN_IF_ERROR(table.save(o.output));  // after every shape: an interrupted run keeps what it has

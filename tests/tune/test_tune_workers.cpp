@@ -184,6 +184,45 @@ TEST_F(TuneWorkers, RunsAgainTheCandidatesOfAJournalTimedTheOldWay) {
   EXPECT_EQ(again->front().failed, again->front().candidates);
 }
 
+// --update-improved weighs the new row against the old row's choice timed in the same run, not
+// against the time stored with the row (which another protocol, commit or machine may have taken).
+TEST_F(TuneWorkers, UpdateImprovedReMeasuresTheOldRow) {
+  auto first = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->front().tuned);
+  auto table = TuningTable::load(o_.output);
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  ASSERT_EQ(table->rows.size(), 1u);
+  TuningRow stale = table->rows[0];
+  stale.time_us = 1e9;  // a stored time no run here can reproduce
+  stale.noise_us = 0;
+  table->upsert(stale);
+  ASSERT_TRUE(table->save(o_.output).ok());
+
+  o_.update_improved = true;
+  o_.min_improvement = 0.03;
+  auto again = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  const std::string& why = again->front().update;
+  // Measured against the stored 1e9 us, any new row would have "replaced" it by 100%.
+  EXPECT_EQ(why.find("1000000000.0 us ->"), std::string::npos) << why;
+  EXPECT_NE(why.find("[the old row re-measured in this run; 1000000000.0 us stored with it]"), std::string::npos) << why;
+
+  // An old row the dispatcher refuses now (a value the knob does not have) is replaced, saying why.
+  auto t2 = TuningTable::load(o_.output);
+  ASSERT_TRUE(t2.ok());
+  TuningRow refused = t2->rows[0];
+  refused.choice.knobs["gemm1.row_block"] = "7";
+  t2->upsert(refused);
+  ASSERT_TRUE(t2->save(o_.output).ok());
+  auto third = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_EQ(third->front().update.rfind("replaced: the old row's choice does not run here now", 0), 0u) << third->front().update;
+  auto t3 = TuningTable::load(o_.output);
+  ASSERT_TRUE(t3.ok());
+  EXPECT_NE(t3->rows[0].choice.knobs.at("gemm1.row_block"), "7");
+}
+
 TEST_F(TuneWorkers, OneWorkerComputesTheReferenceTheOthersReadIt) {
   o_.reference_cache = (dir_ / "refs").string();
   auto first = tune_shapes({shape_}, o_);

@@ -222,7 +222,8 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_option("--journal", o->journal, "JSON-lines journal to resume from (default: OUTPUT.journal)");
   cmd->add_option("--run-config", o->run_config, "benchmark the production path with this tuned table instead of tuning");
   cmd->add_flag("--compare", o->compare, "also run the heuristic (no table) and print the speedup");
-  cmd->add_flag("--update-improved", o->update_improved, "replace a row only when the new one is better by more than --min-improvement and the noise");
+  cmd->add_flag("--update-improved", o->update_improved,
+                "replace a row only when the new one is better by more than --min-improvement and the noise than the old row's choice timed in the same run");
   cmd->add_option("--min-improvement", o->min_improvement, "with --update-improved: e.g. 3% or 0.03");
   cmd->add_option("--timeout", o->timeout_s, "seconds a worker may run before it counts as hung");
   cmd->add_option("--iters", o->iters, "timed samples per candidate (CUDA: each the mean of 20 graph replays)");
