@@ -31,10 +31,10 @@ constexpr int kCudaReplaysPerSample = 20;
 
 // Times `fn(g, stream)` for g = 0 .. graphs - 1 in turn (a weight copy and an input set each):
 // `iters` samples after `warmup` untimed rounds, in microseconds. The CUDA backend is timed as
-// `moekit bench` times it (cuda::GraphReplays): one CUDA graph per g, replayed back to back in turn,
-// each sample the mean of kCudaReplaysPerSample replays. So a tuned row wins under the protocol that measures it later
-// (until 2026-11-29 the worker timed each run alone after a 256 MB L2 flush, and rows it chose at
-// small T lost in the bench: docs/perf-notes.md step 40). The CPU: a steady clock, one run a sample.
+// `moekit bench` times it (cuda::GraphReplays): one CUDA graph per g, replayed back to back in
+// turn, each sample the mean of kCudaReplaysPerSample replays, so a tuned row wins under the
+// protocol that later measures it (until 2026-11-29 the worker timed each run alone after a 256 MB
+// L2 flush: docs/perf-notes.md step 40). The CPU: a steady clock, one run a sample.
 Result<std::vector<double>> time_runs(BackendKind backend, int graphs, int warmup, int iters,
                                       const std::function<Status(int g, Stream)>& fn) {
   if (backend == BackendKind::kCuda) {
@@ -52,7 +52,7 @@ Result<std::vector<double>> time_runs(BackendKind backend, int graphs, int warmu
   return us;
 }
 
-// Routing draws a candidate is timed on. The layer's time depends on which experts its routing
+// The input sets a candidate is timed on. The layer's time depends on which experts its routing
 // hits and how unevenly (Mixtral T=8: 7 or 8 experts of 8; DeepSeek-V3 T=256: 82 experts in the
 // random layer's routing, 102 in the bench's), so a plan tuned on one draw can lose on another:
 // step 40 of docs/perf-notes.md found the tuner's rows losing in the bench for that reason, not the
@@ -290,14 +290,16 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   const BackendKind backend = runner->device().backend;
   const int n_copies = static_cast<int>(copies.size());
   const int n_draws = static_cast<int>(draw_inputs.size());
-  const std::string routing = draws->from_bench ? fmt::format("the inputs of {} set{} of `moekit bench --seed {}`", n_draws, n_draws == 1 ? "" : "s", rq.seed)
-                                                : std::string("the layer's own inputs");
+  const std::string routing = draws->from_bench
+                                  ? fmt::format("the inputs of {} set{} of `moekit bench --seed {}`", n_draws, n_draws == 1 ? "" : "s", rq.seed)
+                                  : std::string("the layer's own inputs");
   r.timing = backend == BackendKind::kCuda
                  ? fmt::format("CUDA graph replays, {} weight cop{} rotated, mean of {} replays a sample; {}", n_copies,
                                n_copies == 1 ? "y" : "ies", kCudaReplaysPerSample, routing)
                  : fmt::format("host clock, one run a sample; {}", routing);
   auto times = time_runs(backend, n_copies * n_draws, rq.warmup, rq.iters, [&](int g, Stream s) {
-    return runner->run(copies[static_cast<size_t>(g % n_copies)], draw_inputs[static_cast<size_t>(g / n_copies)], run_out, workspace, s);
+    const auto copy = static_cast<size_t>(g % n_copies), set = static_cast<size_t>(g / n_copies);
+    return runner->run(copies[copy], draw_inputs[set], run_out, workspace, s);
   });
   if (!times.ok()) return times.status();
   r.median_us = median(*times);
