@@ -19,6 +19,10 @@ WeightBytes weight_bytes(const MoeWeights& w, int local_experts) {
   return b;
 }
 
+std::pair<double, double> rotation_bytes(const MoeProblem& p, const WeightBytes& w) {
+  return {w.per_expert * std::min(p.top_k, p.local_experts()), w.per_expert * p.local_experts() + w.shared};
+}
+
 std::vector<int64_t> rows_per_local_expert(const MoeProblem& p, std::span<const int32_t> topk_ids) {
   const int64_t begin = p.local_expert_begin, n = p.local_experts();
   std::vector<int64_t> rows(static_cast<size_t>(n), 0);

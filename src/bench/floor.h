@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "moekit/moe_problem.h"
@@ -25,6 +26,11 @@ struct WeightBytes {
   double shared = 0;
 };
 WeightBytes weight_bytes(const MoeWeights& weights, int local_experts);
+
+// What cuda::rotated_weight_copies weighs for a layer: the weight bytes the smallest call reads
+// (top_k experts) and those of one whole copy. `moekit bench` and the tuner's worker both make
+// that many copies.
+std::pair<double, double> rotation_bytes(const MoeProblem& problem, const WeightBytes& weights);
 
 // What one call moves and computes.
 struct LayerTraffic {

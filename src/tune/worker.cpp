@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/floor.h"
 #include "bench/routing_gen.h"
 #include "cuda/bench_timing.h"
 #include "moekit/cpu_reference.h"
@@ -91,15 +92,6 @@ Result<TimingDraws> timing_draws(const MoeProblem& p, const WorkerRequest& rq, D
     d.inputs.push_back(in);
   }
   return d;
-}
-
-// Bytes of the weight tensors one copy holds, and of those the smallest call reads (top_k experts).
-std::pair<double, double> weight_bytes(const MoeProblem& p, const MoeWeights& w) {
-  double total = 0;
-  for (const TensorView* t : {&w.w13, &w.w2, &w.w13_bias, &w.w2_bias, &w.w13_scale, &w.w2_scale})
-    if (t->defined()) total += static_cast<double>(t->storage_bytes());
-  const int experts = std::max(1, p.local_experts());
-  return {total * std::min(p.top_k, experts) / experts, total};
 }
 
 double median(std::vector<double> v) {
@@ -204,7 +196,7 @@ Result<WorkerResult> run_candidate(const WorkerRequest& rq) {
   std::vector<PreparedWeights> copies;
   copies.push_back(std::move(prepared).value());
   if (dev.is_cuda()) {
-    const auto [per_call, per_copy] = weight_bytes(p, on_dev.weights);
+    const auto [per_call, per_copy] = bench::rotation_bytes(p, bench::weight_bytes(on_dev.weights, p.local_experts()));
     auto n = cuda::rotated_weight_copies(per_call, per_copy);
     if (!n.ok()) return n.status();
     for (int c = 1; c < *n; ++c) {

@@ -102,9 +102,8 @@ Status write_file(const std::string& path, const std::string& text) {
 // How many weight copies the GPU run rotates through (cuda::rotated_weight_copies): the smallest call
 // reads K experts' weights.
 int weight_copies(const MoeProblem& p, const WeightBytes& w) {
-  const double per_call = w.per_expert * std::min(p.top_k, p.local_experts());
-  const double total = w.per_expert * p.local_experts() + w.shared;
-  auto n = cuda::rotated_weight_copies(per_call, total);
+  const auto [per_call, per_copy] = rotation_bytes(p, w);
+  auto n = cuda::rotated_weight_copies(per_call, per_copy);
   return n.ok() ? *n : 1;
 }
 

@@ -20,26 +20,6 @@
 namespace moekit::bench {
 namespace {
 
-Result<Tensor> to_device(const TensorView& host) {
-  auto t = Tensor::empty(host.dtype(), host.shape(), Device::cuda());
-  if (!t.ok()) return t.status();
-  MOEKIT_RETURN_IF_ERROR(copy_tensor(t->view(), host));
-  return std::move(t).value();
-}
-
-// Every defined tensor of `in` copied to the device; `out` points at the copies.
-template <typename Fields>
-Status mirror(Fields& fields, std::vector<Tensor>& storage) {
-  for (TensorView* f : fields) {
-    if (!f->defined()) continue;
-    auto d = to_device(*f);
-    if (!d.ok()) return d.status();
-    *f = d->view();
-    storage.push_back(std::move(d).value());
-  }
-  return Status::Ok();
-}
-
 // NaN in every float dtype (0xFF bytes): a row the layer leaves unwritten shows in --refcheck.
 // cudaMemset runs on the legacy stream and may return before it is done; the layer's graphs replay
 // on a non-blocking stream, which does not wait for it, so wait here (as memcpy_sync does).
@@ -63,10 +43,9 @@ class CudaLayerBench final : public LayerBench {
   Result<SetTiming> measure(const MoeInputs& host_in, const TimingOptions& o) override {
     const MoeProblem& p = runner_.problem();
     const int64_t T = host_in.hidden.size(0), K = p.top_k;
-    MoeInputs in = host_in;
-    std::vector<Tensor> in_storage;
-    std::vector<TensorView*> fields{&in.hidden, &in.router_logits, &in.e_score_correction_bias, &in.topk_ids, &in.topk_weights};
-    MOEKIT_RETURN_IF_ERROR(mirror(fields, in_storage));
+    auto dev_in = copy_layer(Device::cuda(), {}, host_in, {});  // the set's inputs on the device
+    if (!dev_in.ok()) return dev_in.status();
+    const MoeInputs& in = dev_in->inputs;
     auto out = Tensor::empty(p.activation_dtype, {T, int64_t{p.hidden}}, Device::cuda());
     auto ids = Tensor::empty(DType::kI32, {T, K}, Device::cuda());
     auto wts = Tensor::empty(DType::kF32, {T, K}, Device::cuda());
