@@ -229,6 +229,41 @@ TEST(MoeCuda, TallTileGivesTheSameLayer) {
   }
 }
 
+// Both GEMMs in two parts (gemm1.tall_tail, gemm2.tall_tail: each expert's tall tail on the 192 x 128
+// tile, the rest on the 128 x 256 tile, docs/perf-notes.md step 41) against the float64 reference, at
+// the cases of TallTileGivesTheSameLayer (T = 1000 and 2000 put the experts around 128 and 256 rows,
+// where about half have a tall tail), and to the bit the layer of the 128 x 256 tile alone: every
+// output is one tile's, over the same k order, whichever tile height holds its row.
+TEST(MoeCuda, TallTailsGiveTheSameLayer) {
+  MOEKIT_REQUIRE_GPU();
+  if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
+  std::vector<Case> cases;
+  for (int64_t T : {0, 3, 77, 1000, 2000}) {
+    Case c{"swiglu interleaved E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
+    c.problem.gate_up_layout = GateUpLayout::kInterleaved;
+    cases.push_back(c);
+  }
+  cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
+  Case f16{"geglu interleaved f16 no_combine E8 K2 T1100", base_problem(8, 2, kH, kI), 1100};
+  f16.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  f16.problem.activation.kind = Activation::kGeGLU;
+  f16.problem.activation_dtype = DType::kF16;
+  f16.problem.no_combine = true;
+  cases.push_back(f16);
+  for (Case c : cases) {
+    c.fusions.whole_layer = Switch::kOff;
+    c.choice.knobs = {{"gemm1.tile", "sm90_m128n256k64_c1x1"}, {"gemm2.tile", "sm90_m128n256k64_c1x1"}};
+    const Outcome whole = run_case(c, 91);
+    c.choice.knobs.insert({"gemm1.tall_tail", "on"});
+    c.choice.knobs.insert({"gemm2.tall_tail", "on"});
+    const Outcome parts = run_case(c, 91);
+    EXPECT_LE(parts.errors.gpu, 2 * parts.errors.naive + 1e-6) << c.name;
+    ASSERT_EQ(parts.out.size(), whole.out.size()) << c.name;
+    EXPECT_EQ(std::memcmp(parts.out.data(), whole.out.data(), whole.out.size() * sizeof(double)), 0)
+        << c.name << ": the layer in two parts differs from the 128 x 256 tile's";
+  }
+}
+
 // gemm2.overlap moves only when gemm2's weights load, so every value gives the same bits: at 9.6 rows
 // an expert (auto: the pair), 47.5 (the pair for these tiny experts) and 125 (auto: no pair; on: the
 // pair with most experts over two M tiles).

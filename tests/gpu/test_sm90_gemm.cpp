@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device_runtime.h"
@@ -196,6 +197,7 @@ struct Case {
   // poisoned again: the same output from the groups the first launch's setup wrote.
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
+  bool parts = false;  // in two parts (launch_in_parts): the heads on `tile`, the tall tails on 192 x 128
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -244,6 +246,32 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   args.scratch_bytes = o.scratch.bytes();
   args.sm_count = sm_count();
   return args;
+}
+
+// The GEMM `head` describes as the stages run it in two parts (Sm90RowPart): the heads on head.tile
+// (a 128-row tile), the tall tails on the 192-row tile with their own scratch, both setups as one
+// kernel, then the two GEMMs in stream order.
+Status launch_in_parts(Sm90GemmArgs head, const DeviceBytes& tail_scratch, cudaStream_t stream) {
+  Sm90GemmArgs tail = head;
+  head.row_part = cuda::moe::Sm90RowPart::kHead;
+  tail.row_part = cuda::moe::Sm90RowPart::kTail;
+  tail.tile = Sm90Tile::kM192N128C1x1;
+  tail.scratch = tail_scratch.p;
+  tail.scratch_bytes = tail_scratch.bytes();
+  cuda::moe::Sm90SetupJob jobs[2];
+  head.run_gemm = tail.run_gemm = false;
+  head.setup_job = &jobs[0];
+  tail.setup_job = &jobs[1];
+  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(head, stream));
+  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(tail, stream));
+  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_setups(jobs, 2, /*pdl=*/false, stream));
+  for (Sm90GemmArgs* part : {&head, &tail}) {
+    part->setup_job = nullptr;
+    part->run_setup = false;
+    part->run_gemm = true;
+    MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(*part, stream));
+  }
+  return Status::Ok();
 }
 
 // One case's operands on the device: random A and B, the case's offsets (random ones, with empty
@@ -305,7 +333,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           " E=" + std::to_string(c.experts) +
+                           (c.parts ? " in parts" : "") + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -325,7 +353,9 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   }
 
   Sm90GemmArgs args = g.args(out16 ? c.type : Elem::kF32);
-  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, stream);
+  const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
+  if (c.parts) ASSERT_TRUE(tail_scratch.p);
+  const Status st = c.parts ? launch_in_parts(args, tail_scratch, stream) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   if (out16) {
@@ -384,6 +414,37 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.to_string().find("tail_split=7 (0 off, 1 auto, 2 always)"), std::string::npos) << st.to_string();
+  // A part of the rows on a tile of the wrong height (Sm90RowPart): heads on 128 rows, tails on 192.
+  args.tail_split = cuda::moe::Sm90TailSplit::kOff;
+  auto refused = [&](Sm90Tile tile, cuda::moe::Sm90RowPart part, const std::string& says) {
+    args.tile = tile;
+    args.row_part = part;
+    const Status s = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.to_string().find(says), std::string::npos) << s.to_string();
+  };
+  refused(Sm90Tile::kM192N128C1x1, cuda::moe::Sm90RowPart::kHead, "row_part=head needs a 128-row tile");
+  refused(Sm90Tile::kM64N128C1x1, cuda::moe::Sm90RowPart::kHead, "row_part=head needs a 128-row tile");
+  refused(Sm90Tile::kM128N256C1x1, cuda::moe::Sm90RowPart::kTail, "row_part=tail needs the 192-row tile");
+  refused(Sm90Tile::kM128N256C1x1, static_cast<cuda::moe::Sm90RowPart>(3), "row_part=3 (0 all, 1 head, 2 tail)");
+}
+
+// The rule that splits an expert's rows between the two parts (sm90_tall_tail_rows): the last two
+// 128-row M tiles as one tall tail of 129-192 rows when the last holds at most 64; host arithmetic.
+TEST(Sm90GroupedGemm, TallTailRule) {
+  using cuda::moe::sm90_tall_tail_rows;
+  const std::pair<int64_t, int64_t> cases[] = {{0, 0},     {1, 0},     {64, 0},    {128, 0},   {129, 129}, {160, 160},
+                                               {192, 192}, {193, 0},   {256, 0},   {257, 129}, {320, 192}, {321, 0},
+                                               {384, 0},   {385, 129}, {1088, 192}, {1089, 0}};
+  for (const auto& [rows, tail] : cases) EXPECT_EQ(sm90_tall_tail_rows(rows), tail) << rows << " rows";
+  // The head is whole 128-row tiles wherever there is a tail.
+  for (int64_t rows = 0; rows < 2000; ++rows) {
+    const int64_t tail = sm90_tall_tail_rows(rows);
+    if (tail == 0) continue;
+    EXPECT_EQ((rows - tail) % 128, 0) << rows << " rows";
+    EXPECT_GT(tail, 128) << rows << " rows";
+    EXPECT_LE(tail, 192) << rows << " rows";
+  }
 }
 
 // ---- the gated-activation epilogue ------------------------------------------------------------------
@@ -401,12 +462,14 @@ struct GatedCase {
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
+  bool parts = false;  // in two parts (launch_in_parts)
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
-                           std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + " E=" + std::to_string(c.experts) +
+                           std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + (c.parts ? " in parts" : "") +
+                           " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
@@ -453,7 +516,9 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.bias_type = Elem::kF32;
   args.tile_order = c.order;
   args.tail_split = c.tail;
-  const Status st = cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  const DeviceBytes tail_scratch(c.parts ? scratch_bytes : 0);
+  if (c.parts) ASSERT_TRUE(tail_scratch.p);
+  const Status st = c.parts ? launch_in_parts(args, tail_scratch, nullptr) : cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, dd.bytes(), cudaMemcpyDeviceToHost));
@@ -506,6 +571,43 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
     // N = 520: two 256-wide tiles and a short one; K = 264: four k-tiles of 64 and a short one.
     run_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, counts});
     run_gated_case({Elem::kBF16, static_cast<int>(counts.size()), rows, 520, 264, tile, Activation::kSwiGLU, true, counts});
+  }
+}
+
+// A GEMM in two parts (Sm90RowPart: the experts' tall tails on the 192-row tile, the rest on a
+// 128-row tile, two launches): every routed row against the float64 reference, the rows past them
+// still poisoned, plain (float32 and 16-bit D) and gated, at the row counts around each
+// warpgroup's rows (tall tails of 129, 191, 192 rows, after a head at 257 and 320, none at 193 and
+// 255), under both orders and the tail split; and random counts around 128 and 256 rows an expert.
+TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
+  MOEKIT_REQUIRE_SM90();
+  const auto counts = counts_around_warpgroup_rows();
+  const int64_t rows = total_of(counts);
+  const int experts = static_cast<int>(counts.size());
+  for (Sm90Tile head : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM128N128C1x1})
+    for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kAuto}) {
+      Case c{Elem::kBF16, experts, rows, 520, 264, head, counts, order};
+      c.parts = true;
+      c.tail = cuda::moe::Sm90TailSplit::kAlways;
+      std::vector<uint16_t> d16;
+      run_case(c);
+      run_case(c, nullptr, nullptr, &d16);
+      GatedCase gc{Elem::kBF16, experts, rows, 520, 264, head, Activation::kSwiGLU, true, counts, order};
+      gc.parts = true;
+      run_gated_case(gc);
+    }
+  // GPT-OSS-like: 16 experts of about 128 rows, and of about 256 (half of them with a tall tail).
+  for (int64_t rows_per_expert : {128, 256}) {
+    std::mt19937_64 rng(77 + rows_per_expert);
+    std::normal_distribution<double> spread(static_cast<double>(rows_per_expert), 11.0);
+    std::vector<int64_t> around;
+    for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
+    Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+    c.parts = true;
+    run_case(c);
+    GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+    gc.parts = true;
+    run_gated_case(gc);
   }
 }
 
@@ -775,6 +877,9 @@ TEST(Sm90GroupedGemm, SetupRejectsBadJobs) {
   jobs[1] = good;
   jobs[0].split = 0x1000 | 8;  // the tail split's area 8 bytes off a 16-byte boundary
   refused(jobs, 2, "job 0: split=4104 (the tail split's area must be 16-byte aligned)");
+  jobs[0] = good;
+  jobs[1].part = static_cast<cuda::moe::Sm90RowPart>(5);
+  refused(jobs, 2, "job 1: part=5 (0 all, 1 head, 2 tail)");
 }
 
 TEST(Sm90GroupedGemm, GatedEpilogueRejectsBadArguments) {

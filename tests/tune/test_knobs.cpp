@@ -61,15 +61,18 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   // The knobs that exist only with the sm_90a kernels built, each GEMM's, with their values (empty:
   // not checked) and heuristic value: the stream tiles' K split (thread-block clusters); the order
   // in which the sm_90a kernels hand out tiles (claimed on the ping-pong tile while every expert fits
-  // one M tile, decided on the device); the tail split of their cooperative tiles.
+  // one M tile, decided on the device); the tail split of their cooperative tiles; the experts' tall
+  // tails on the 192-row tile (off by default: docs/perf-notes.md step 41).
   struct Sm90Knob {
     const char* gemm1;
     const char* gemm2;
     std::vector<std::string> values;
+    std::string heuristic = "auto";
   };
   for (const Sm90Knob& knob : {Sm90Knob{"gemm1.split", "gemm2.split", {}},
                                Sm90Knob{"gemm1.order", "gemm2.order", {"auto", "fixed", "claimed"}},
-                               Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}}})
+                               Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}},
+                               Sm90Knob{"gemm1.tall_tail", "gemm2.tall_tail", {"off", "on"}, "off"}})
     for (const char* name : {knob.gemm1, knob.gemm2}) {
       const KnobSpec* k = find(gpu_space, name);
       if (!sm90_build) {
@@ -78,7 +81,7 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
       }
       ASSERT_NE(k, nullptr) << name;
       if (!knob.values.empty()) EXPECT_EQ(k->values, knob.values) << name;
-      EXPECT_EQ(k->heuristic, "auto") << name;
+      EXPECT_EQ(k->heuristic, knob.heuristic) << name;
     }
   // gemm2's weights under gemm1's tail, a knob of the pair (one, not one a GEMM).
   const KnobSpec* overlap = find(gpu_space, "gemm2.overlap");
@@ -92,7 +95,8 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   }
   for (const auto& k : gpu_space)
     EXPECT_TRUE(k.name.starts_with("fusion.") || k.name.ends_with(".tile") || k.name.ends_with(".split") ||
-                k.name.ends_with(".order") || k.name.ends_with(".tail") || k.name == "gemm2.overlap")
+                k.name.ends_with(".order") || k.name.ends_with(".tail") || k.name.ends_with(".tall_tail") ||
+                k.name == "gemm2.overlap")
         << k.name;
   // sm_80 has no clusters: no stream-tile split knob. The decode layer's gemm2 split (its partial
   // sums meet in its combine, no cluster) is there up to 32 tokens, with the splits that leave no

@@ -500,6 +500,9 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // stream-K where that measured faster (a few whole rounds and a sparse last one: Mixtral's gemm2
     // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
     if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
+    // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
+    // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only.
+    if (sm90) knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on"}, "off", stage});
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
@@ -576,7 +579,8 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   a.max_rows = g.max_rows;
   a.n = g.n;
   a.k = g.k;
-  // Each GEMM its own region: an overlapped gemm2 (sm90_overlap) is set up while gemm1 runs.
+  // Each GEMM its own region: an overlapped gemm2 (sm90_overlap) is set up while gemm1 runs. A
+  // GEMM in two parts (sm90_tall_tail_gemm) runs its tail in the other GEMM's region.
   a.scratch = static_cast<unsigned char*>(s->sm90) + (first ? 0 : align256(s->sm90_bytes));
   a.scratch_bytes = s->sm90_bytes;
   a.sm_count = device_sm_count();
@@ -622,10 +626,51 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   return rows <= limit * active;
 }
 
+// Whether this GEMM runs in two parts, its experts' tall tails on the 192-row tile (Sm90RowPart,
+// sm90_grouped_gemm.h; docs/perf-notes.md step 41): the knob gemm1.tall_tail / gemm2.tall_tail on,
+// the plan's tile one of 128 rows, some rows, and not an overlapped pair's GEMM (whose setups and
+// launches are the pair's). Elsewhere the knob changes nothing.
+[[maybe_unused]] bool sm90_tall_tail(const StageContext& c, bool first) {
+  if (knob_value(c, first ? "gemm1.tall_tail" : "gemm2.tall_tail", "off") != "on") return false;
+  const GemmTile t = tile_for(c, first);
+  const bool head_tile = t == GemmTile::kSm90M128N256C1x1 || t == GemmTile::kSm90M128N256C1x2 || t == GemmTile::kSm90M128N128C1x1;
+  return head_tile && max_rows(c) > 0 && !sm90_overlap(c);
+}
+
+#if MOEKIT_HAS_SM90_GEMM
+// The GEMM in two launches: the heads on the plan's 128-row tile, the tall tails on the 192-row tile
+// in the other GEMM's scratch region (free: the GEMMs run one after the other in stream order,
+// without PDL, where there is no overlapped pair), both setups as one kernel. No row is written twice
+// and every routed row once (sm90_tall_tail_rows), so the output is complete when both have run.
+Status sm90_tall_tail_gemm(const StageContext& c, Sm90GemmArgs head, bool first) {
+  Sm90GemmArgs tail = head;
+  head.row_part = Sm90RowPart::kHead;
+  tail.row_part = Sm90RowPart::kTail;
+  tail.tile = Sm90Tile::kM192N128C1x1;
+  const size_t region = align256(head.scratch_bytes);
+  tail.scratch = static_cast<unsigned char*>(head.scratch) + (first ? static_cast<ptrdiff_t>(region) : -static_cast<ptrdiff_t>(region));
+  Sm90SetupJob jobs[2];
+  head.run_gemm = tail.run_gemm = false;
+  head.setup_job = &jobs[0];
+  tail.setup_job = &jobs[1];
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(head, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(tail, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, /*pdl=*/false, stream_of(c)));
+  for (Sm90GemmArgs* part : {&head, &tail}) {
+    part->setup_job = nullptr;
+    part->run_setup = false;
+    part->run_gemm = true;
+    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*part, stream_of(c)));
+  }
+  return Status::Ok();
+}
+#endif
+
 Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, bool gated = false) {
 #if MOEKIT_HAS_SM90_GEMM
   auto a = sm90_args(c, g, d, first, gated);
   if (!a.ok()) return a.status();
+  if (sm90_tall_tail(c, first)) return sm90_tall_tail_gemm(c, *a, first);
   if (!sm90_overlap(c)) return launch_sm90_grouped_gemm(*a, stream_of(c));
   if (!first) {  // set up by gemm1's stage
     a->overlap = Sm90Overlap::kSecond;

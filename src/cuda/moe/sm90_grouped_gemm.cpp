@@ -64,6 +64,17 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   if (a.tail_split != Sm90TailSplit::kOff && a.tail_split != Sm90TailSplit::kAuto && a.tail_split != Sm90TailSplit::kAlways)
     return Status::InvalidArgument("sm90 grouped GEMM: tail_split=" + std::to_string(static_cast<int>(a.tail_split)) +
                                    " (0 off, 1 auto, 2 always)");
+  // The parts' rule (sm90_tall_tail_rows) sizes the head in 128-row tiles and the tail for one 192-row tile.
+  if (a.row_part == Sm90RowPart::kHead && a.tile != Sm90Tile::kM128N256C1x1 && a.tile != Sm90Tile::kM128N256C1x2 &&
+      a.tile != Sm90Tile::kM128N128C1x1)
+    return Status::InvalidArgument("sm90 grouped GEMM: row_part=head needs a 128-row tile, not tile " +
+                                   std::to_string(static_cast<int>(a.tile)));
+  if (a.row_part == Sm90RowPart::kTail && a.tile != Sm90Tile::kM192N128C1x1)
+    return Status::InvalidArgument("sm90 grouped GEMM: row_part=tail needs the 192-row tile (kM192N128C1x1), not tile " +
+                                   std::to_string(static_cast<int>(a.tile)));
+  if (a.row_part != Sm90RowPart::kAll && a.row_part != Sm90RowPart::kHead && a.row_part != Sm90RowPart::kTail)
+    return Status::InvalidArgument("sm90 grouped GEMM: row_part=" + std::to_string(static_cast<int>(a.row_part)) +
+                                   " (0 all, 1 head, 2 tail)");
   if (a.expert_offsets == nullptr || a.scratch == nullptr)
     return Status::InvalidArgument("sm90 grouped GEMM: null expert_offsets or scratch");
   if (reinterpret_cast<uintptr_t>(a.scratch) % kScratchAlign != 0)

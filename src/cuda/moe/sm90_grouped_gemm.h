@@ -90,6 +90,33 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
 //            loads A.
 enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
 
+// Which rows of each expert a launch takes (docs/perf-notes.md step 41): all of them (kAll), or one
+// of two parts that two launches on two tiles take between them. An expert of r rows spans
+// q = ceil(r / 128) M tiles of 128 rows; where q >= 2 and the last of them holds at most
+// kSm90TallTailMaxLastRows rows, the expert's last 128 + (r - 128 (q - 1)) rows (129-192) are the
+// tall tail, which a 192-row tile (kM192N128C1x1) runs as one M tile (kTail), and its first
+// 128 (q - 2) rows, whole 128-row tiles, are the head, which a 128-row tile runs (kHead); every
+// other expert is all head. Random routing leaves about half the experts with a nearly empty last
+// tile where the rows an expert average a multiple of 128 (GPT-OSS-120B T=4096: 128 +- 11 rows);
+// a 128-row tile computes that tile in full and the 192-row tile a third of padding at most.
+enum class Sm90RowPart : uint8_t { kAll, kHead, kTail };
+inline constexpr int64_t kSm90HeadTileRows = 128;
+inline constexpr int64_t kSm90TallTailMaxLastRows = 64;
+
+#if defined(__CUDACC__)
+#define MOEKIT_SM90_HD __host__ __device__
+#else
+#define MOEKIT_SM90_HD
+#endif
+// The tall tail's rows of an expert of `rows` rows (0 when it has none; the head is the rest), the
+// one rule both launches' setups and the tests use.
+MOEKIT_SM90_HD constexpr int64_t sm90_tall_tail_rows(int64_t rows) {
+  if (rows <= kSm90HeadTileRows) return 0;
+  const int64_t last = rows - (rows - 1) / kSm90HeadTileRows * kSm90HeadTileRows;  // 1..128
+  return last <= kSm90TallTailMaxLastRows ? kSm90HeadTileRows + last : 0;
+}
+#undef MOEKIT_SM90_HD
+
 // The tail split's area in the scratch (each GEMM's own): kSm90SplitFlags int flags (a CTA's
 // partial is ready when its flag is not 0), then a partial tile of kSm90SplitSlotFloats float32 a
 // CTA. Its word (Sm90SetupJob::split, the fourth claim word) is the area's address, 16-byte aligned,
@@ -125,6 +152,7 @@ struct Sm90SetupJob {
   // The tail split's word (the comment on kSm90SplitFlags says what it holds; the setup kernel
   // zeroes the flags), 0 for no split.
   unsigned long long split = 0;
+  Sm90RowPart part = Sm90RowPart::kAll;  // which rows of each expert (Sm90RowPart)
 };
 
 // Runs `count` (1 or 2) setup jobs as one kernel, on `stream`; with `pdl` launched with programmatic
@@ -165,6 +193,9 @@ struct Sm90GemmArgs {
   Sm90TailSplit tail_split = Sm90TailSplit::kOff;
   // With run_setup: write the setup's job here instead of launching it (launch_sm90_setups).
   Sm90SetupJob* setup_job = nullptr;
+  // Which rows of each expert this launch takes (Sm90RowPart): kHead on a 128-row tile, kTail on
+  // kM192N128C1x1; the two launches of a pair together write every routed row once.
+  Sm90RowPart row_part = Sm90RowPart::kAll;
 };
 
 // Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most

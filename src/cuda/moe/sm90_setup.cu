@@ -33,8 +33,16 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
   }
   if (e >= j.experts) return;
   // Clamp to [0, max_rows] so that a bad offset array cannot send the kernel past A or D.
-  const int64_t begin = min(max(j.offsets[e], int64_t{0}), j.max_rows);
-  const int64_t end = min(max(j.offsets[e + 1], begin), j.max_rows);
+  int64_t begin = min(max(j.offsets[e], int64_t{0}), j.max_rows);
+  int64_t end = min(max(j.offsets[e + 1], begin), j.max_rows);
+  // A part of the rows (Sm90RowPart): the head ends where the tall tail begins.
+  if (j.part != Sm90RowPart::kAll) {
+    const int64_t tail_begin = end - sm90_tall_tail_rows(end - begin);
+    if (j.part == Sm90RowPart::kHead)
+      end = tail_begin;
+    else
+      begin = tail_begin;
+  }
   j.shapes[3 * e] = static_cast<int>(end - begin);
   j.shapes[3 * e + 1] = j.n;
   j.shapes[3 * e + 2] = j.k;
@@ -64,6 +72,8 @@ Status launch_sm90_setups(const Sm90SetupJob* jobs, int count, bool pdl, void* s
     if (j.offsets == nullptr || j.shapes == nullptr || j.words == nullptr || j.ptr_a == nullptr || j.ptr_b == nullptr ||
         j.ptr_d == nullptr || j.stride_a == nullptr || j.stride_b == nullptr || j.stride_d == nullptr)
       return Status::InvalidArgument(which() + "null offsets or scratch array");
+    if (j.part != Sm90RowPart::kAll && j.part != Sm90RowPart::kHead && j.part != Sm90RowPart::kTail)
+      return Status::InvalidArgument(which() + "part=" + std::to_string(static_cast<int>(j.part)) + " (0 all, 1 head, 2 tail)");
     if ((j.split & ~(kSm90SplitAddressMask | kSm90SplitAlways)) != 0)
       return Status::InvalidArgument(which() + "split=" + std::to_string(j.split) + " (the tail split's area must be 16-byte aligned)");
     experts = std::max(experts, j.experts);
