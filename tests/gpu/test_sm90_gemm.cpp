@@ -198,6 +198,7 @@ struct Case {
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_in_parts): the heads on `tile`, the tall tails on 192 x 128
+  bool beside = false;  // the parts' second launch beside the first (launch_in_parts)
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -250,12 +251,15 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
 
 // The GEMM `head` describes as the stages run it in two parts (Sm90RowPart): the heads on head.tile
 // (a 128-row tile), the tall tails on the 192-row tile with their own scratch, both setups as one
-// kernel, then the two GEMMs in stream order.
-Status launch_in_parts(Sm90GemmArgs head, const DeviceBytes& tail_scratch, cudaStream_t stream) {
+// kernel, then the two GEMMs: in stream order, or (`beside`) the tails launched with PDL beside the
+// heads (Sm90Overlap::kFirst, kBeside).
+Status launch_in_parts(Sm90GemmArgs head, const DeviceBytes& tail_scratch, cudaStream_t stream, bool beside) {
   Sm90GemmArgs tail = head;
   head.row_part = cuda::moe::Sm90RowPart::kHead;
   tail.row_part = cuda::moe::Sm90RowPart::kTail;
   tail.tile = Sm90Tile::kM192N128C1x1;
+  head.overlap = beside ? cuda::moe::Sm90Overlap::kFirst : cuda::moe::Sm90Overlap::kNone;
+  tail.overlap = beside ? cuda::moe::Sm90Overlap::kBeside : cuda::moe::Sm90Overlap::kNone;
   tail.scratch = tail_scratch.p;
   tail.scratch_bytes = tail_scratch.bytes();
   cuda::moe::Sm90SetupJob jobs[2];
@@ -264,7 +268,7 @@ Status launch_in_parts(Sm90GemmArgs head, const DeviceBytes& tail_scratch, cudaS
   tail.setup_job = &jobs[1];
   MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(head, stream));
   MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(tail, stream));
-  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_setups(jobs, 2, /*pdl=*/false, stream));
+  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_setups(jobs, 2, beside, stream));
   for (Sm90GemmArgs* part : {&head, &tail}) {
     part->setup_job = nullptr;
     part->run_setup = false;
@@ -333,7 +337,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           (c.parts ? " in parts" : "") + " E=" + std::to_string(c.experts) +
+                           (c.parts ? (c.beside ? " in parts beside" : " in parts") : "") + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -355,7 +359,8 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   Sm90GemmArgs args = g.args(out16 ? c.type : Elem::kF32);
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
-  const Status st = c.parts ? launch_in_parts(args, tail_scratch, stream) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
+  const Status st =
+      c.parts ? launch_in_parts(args, tail_scratch, stream, c.beside) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   if (out16) {
@@ -463,12 +468,14 @@ struct GatedCase {
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_in_parts)
+  bool beside = false;
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
-                           std::string(activation_name(c.act)) + (c.bias ? " bias" : "") + (c.parts ? " in parts" : "") +
+                           std::string(activation_name(c.act)) + (c.bias ? " bias" : "") +
+                           (c.parts ? (c.beside ? " in parts beside" : " in parts") : "") +
                            " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
@@ -518,9 +525,13 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.tail_split = c.tail;
   const DeviceBytes tail_scratch(c.parts ? scratch_bytes : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
-  const Status st = c.parts ? launch_in_parts(args, tail_scratch, nullptr) : cuda::moe::launch_sm90_grouped_gemm(args, nullptr);
+  cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
+  MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const Status st =
+      c.parts ? launch_in_parts(args, tail_scratch, stream, c.beside) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
-  MOEKIT_ASSERT_CUDA(cudaDeviceSynchronize());
+  MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+  MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));
   MOEKIT_ASSERT_CUDA(cudaMemcpy(got.data(), dd.p, dd.bytes(), cudaMemcpyDeviceToHost));
 
   // The output is the float32 activation rounded once to 16 bits: within a few units of the 16-bit
@@ -578,7 +589,8 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
 // 128-row tile, two launches): every routed row against the float64 reference, the rows past them
 // still poisoned, plain (float32 and 16-bit D) and gated, at the row counts around each
 // warpgroup's rows (tall tails of 129, 191, 192 rows, after a head at 257 and 320, none at 193 and
-// 255), under both orders and the tail split; and random counts around 128 and 256 rows an expert.
+// 255), under both orders and the tail split, the parts in order and (with the automatic order)
+// beside each other; and random counts around 128 and 256 rows an expert, both ways.
 TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
@@ -588,12 +600,14 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kAuto}) {
       Case c{Elem::kBF16, experts, rows, 520, 264, head, counts, order};
       c.parts = true;
+      c.beside = order == Sm90TileOrder::kAuto;  // both launch modes on every head tile
       c.tail = cuda::moe::Sm90TailSplit::kAlways;
       std::vector<uint16_t> d16;
       run_case(c);
       run_case(c, nullptr, nullptr, &d16);
       GatedCase gc{Elem::kBF16, experts, rows, 520, 264, head, Activation::kSwiGLU, true, counts, order};
       gc.parts = true;
+      gc.beside = c.beside;
       run_gated_case(gc);
     }
   // GPT-OSS-like: 16 experts of about 128 rows, and of about 256 (half of them with a tall tail).
@@ -602,12 +616,16 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     std::normal_distribution<double> spread(static_cast<double>(rows_per_expert), 11.0);
     std::vector<int64_t> around;
     for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
-    Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
-    c.parts = true;
-    run_case(c);
-    GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
-    gc.parts = true;
-    run_gated_case(gc);
+    for (bool beside : {false, true}) {
+      Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+      c.parts = true;
+      c.beside = beside;
+      run_case(c);
+      GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+      gc.parts = true;
+      gc.beside = beside;
+      run_gated_case(gc);
+    }
   }
 }
 

@@ -639,14 +639,19 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 
 #if MOEKIT_HAS_SM90_GEMM
 // The GEMM in two launches: the heads on the plan's 128-row tile, the tall tails on the 192-row tile
-// in the other GEMM's scratch region (free: the GEMMs run one after the other in stream order,
-// without PDL, where there is no overlapped pair), both setups as one kernel. No row is written twice
-// and every routed row once (sm90_tall_tail_rows), so the output is complete when both have run.
+// in the other GEMM's scratch region (free: the GEMMs of a layer run one after the other, and no
+// overlapped pair runs beside the parts), both setups as one kernel. No row is written twice and
+// every routed row once (sm90_tall_tail_rows), so the output is complete when both have run. With
+// PDL the tails launch beside the heads (Sm90Overlap::kBeside: their CTAs take the SMs the heads'
+// last round leaves, docs/perf-notes.md step 41 c); without it, one after the other.
 Status sm90_tall_tail_gemm(const StageContext& c, Sm90GemmArgs head, bool first) {
   Sm90GemmArgs tail = head;
   head.row_part = Sm90RowPart::kHead;
   tail.row_part = Sm90RowPart::kTail;
   tail.tile = Sm90Tile::kM192N128C1x1;
+  const bool beside = pdl_enabled();
+  head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
+  tail.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
   const size_t region = align256(head.scratch_bytes);
   tail.scratch = static_cast<unsigned char*>(head.scratch) + (first ? static_cast<ptrdiff_t>(region) : -static_cast<ptrdiff_t>(region));
   Sm90SetupJob jobs[2];
@@ -655,7 +660,7 @@ Status sm90_tall_tail_gemm(const StageContext& c, Sm90GemmArgs head, bool first)
   tail.setup_job = &jobs[1];
   MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(head, stream_of(c)));
   MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(tail, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, /*pdl=*/false, stream_of(c)));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, beside, stream_of(c)));
   for (Sm90GemmArgs* part : {&head, &tail}) {
     part->setup_job = nullptr;
     part->run_setup = false;

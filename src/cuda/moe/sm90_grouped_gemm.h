@@ -88,7 +88,13 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
 //   kSecond  gemm2 of a pair: no setup (gemm1's stage ran it, two launches back), the GEMM launched
 //            with PDL; each CTA streams the weights of its first stages, then waits for gemm1, then
 //            loads A.
-enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond };
+//   kBeside  the tall-tail launch of a GEMM in two parts (Sm90RowPart::kTail), after its head
+//            launched as kFirst: launched with PDL, so its CTAs take the SMs the head's last round
+//            leaves; it loads at once (its rows and setup were complete before the head let it
+//            launch, and the head writes none of them), and every thread waits for the head as it
+//            exits, so that this launch completes after the head does and the kernel after it
+//            finds both parts' rows.
+enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kBeside };
 
 // Which rows of each expert a launch takes (docs/perf-notes.md step 41): all of them (kAll), or one
 // of two parts that two launches on two tiles take between them. An expert of r rows spans
