@@ -198,6 +198,26 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
   }
 }
 
+// The layers the tall tile's tests run: interleaved gate/up rows with a gated activation at T = 0, 3,
+// 77 and at 125 and 250 rows an expected expert (E64 K8 T = 1000, 2000), GPT-OSS's clamped SwiGLU
+// with biases, and GeGLU in f16 under no_combine at `f16_tokens` (E8 K2).
+std::vector<Case> tall_tile_cases(int64_t f16_tokens) {
+  std::vector<Case> cases;
+  for (int64_t T : {0, 3, 77, 1000, 2000}) {
+    Case c{"swiglu interleaved E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
+    c.problem.gate_up_layout = GateUpLayout::kInterleaved;
+    cases.push_back(c);
+  }
+  cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
+  Case f16{"geglu interleaved f16 no_combine E8 K2 T" + std::to_string(f16_tokens), base_problem(8, 2, kH, kI), f16_tokens};
+  f16.problem.gate_up_layout = GateUpLayout::kInterleaved;
+  f16.problem.activation.kind = Activation::kGeGLU;
+  f16.problem.activation_dtype = DType::kF16;
+  f16.problem.no_combine = true;
+  cases.push_back(f16);
+  return cases;
+}
+
 // Both GEMMs on the 192 x 128 tile (gemm1 with the gated epilogue, gemm2 with the plain one's 64-row
 // subtiles) against the float64 reference: interleaved gate/up rows with a gated activation, at
 // T = 0, 3, 77 and at 125 and 250 rows an expected expert (E64 K8 T = 1000, 2000: experts on either
@@ -207,21 +227,8 @@ TEST(MoeCuda, Sm90TilesGiveTheSameLayer) {
 TEST(MoeCuda, TallTileGivesTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
-  std::vector<Case> cases;
-  for (int64_t T : {0, 3, 77, 1000, 2000}) {
-    Case c{"swiglu interleaved E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
-    c.problem.gate_up_layout = GateUpLayout::kInterleaved;
-    cases.push_back(c);
-  }
-  cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
-  Case f16{"geglu interleaved f16 no_combine E8 K2 T300", base_problem(8, 2, kH, kI), 300};
-  f16.problem.gate_up_layout = GateUpLayout::kInterleaved;
-  f16.problem.activation.kind = Activation::kGeGLU;
-  f16.problem.activation_dtype = DType::kF16;
-  f16.problem.no_combine = true;
-  cases.push_back(f16);
   uint64_t seed = 900;
-  for (Case c : cases) {
+  for (Case c : tall_tile_cases(300)) {
     c.fusions.whole_layer = Switch::kOff;
     c.choice.knobs = {{"gemm1.tile", "sm90_m192n128k64_c1x1"}, {"gemm2.tile", "sm90_m192n128k64_c1x1"}};
     c.name = "both GEMMs 192x128: " + c.name;
@@ -237,20 +244,7 @@ TEST(MoeCuda, TallTileGivesTheSameLayer) {
 TEST(MoeCuda, TallTailsGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
-  std::vector<Case> cases;
-  for (int64_t T : {0, 3, 77, 1000, 2000}) {
-    Case c{"swiglu interleaved E64 K8 T" + std::to_string(T), base_problem(64, 8, kH, kI), T};
-    c.problem.gate_up_layout = GateUpLayout::kInterleaved;
-    cases.push_back(c);
-  }
-  cases.push_back(gpt_oss_case(16, 4, kH, kI, 1000));
-  Case f16{"geglu interleaved f16 no_combine E8 K2 T1100", base_problem(8, 2, kH, kI), 1100};
-  f16.problem.gate_up_layout = GateUpLayout::kInterleaved;
-  f16.problem.activation.kind = Activation::kGeGLU;
-  f16.problem.activation_dtype = DType::kF16;
-  f16.problem.no_combine = true;
-  cases.push_back(f16);
-  for (Case c : cases) {
+  for (Case c : tall_tile_cases(1100)) {
     c.fusions.whole_layer = Switch::kOff;
     c.choice.knobs = {{"gemm1.tile", "sm90_m128n256k64_c1x1"}, {"gemm2.tile", "sm90_m128n256k64_c1x1"}};
     const Outcome whole = run_case(c, 91);
