@@ -643,7 +643,7 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 // overlapped pair runs beside the parts), both setups as one kernel. No row is written twice and
 // every routed row once (sm90_tall_tail_rows), so the output is complete when both have run. With
 // PDL the tails launch beside the heads (Sm90Overlap::kBeside: their CTAs take the SMs the heads'
-// last round leaves, docs/perf-notes.md step 41 c); without it, one after the other.
+// last round leaves, docs/perf-notes.md step 41 d); without it, one after the other.
 Status sm90_tall_tail_gemm(const StageContext& c, Sm90GemmArgs head, bool first) {
   Sm90GemmArgs tail = head;
   head.row_part = Sm90RowPart::kHead;
