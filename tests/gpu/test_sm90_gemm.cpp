@@ -197,8 +197,8 @@ struct Case {
   // poisoned again: the same output from the groups the first launch's setup wrote.
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
-  bool parts = false;  // in two parts (launch_in_parts): the heads on `tile`, the tall tails on 192 x 128
-  bool beside = false;  // the parts' second launch beside the first (launch_in_parts)
+  bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on 192 x 128
+  bool beside = false;  // the tails launched beside the heads (PDL)
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -247,35 +247,6 @@ Sm90GemmArgs base_args(Sm90Tile tile, Elem type, const Operands& o, Elem d_type,
   args.scratch_bytes = o.scratch.bytes();
   args.sm_count = sm_count();
   return args;
-}
-
-// The GEMM `head` describes as the stages run it in two parts (Sm90RowPart): the heads on head.tile
-// (a 128-row tile), the tall tails on the 192-row tile with their own scratch, both setups as one
-// kernel, then the two GEMMs: in stream order, or (`beside`) the tails launched with PDL beside the
-// heads (Sm90Overlap::kFirst, kBeside).
-Status launch_in_parts(Sm90GemmArgs head, const DeviceBytes& tail_scratch, cudaStream_t stream, bool beside) {
-  Sm90GemmArgs tail = head;
-  head.row_part = cuda::moe::Sm90RowPart::kHead;
-  tail.row_part = cuda::moe::Sm90RowPart::kTail;
-  tail.tile = Sm90Tile::kM192N128C1x1;
-  head.overlap = beside ? cuda::moe::Sm90Overlap::kFirst : cuda::moe::Sm90Overlap::kNone;
-  tail.overlap = beside ? cuda::moe::Sm90Overlap::kBeside : cuda::moe::Sm90Overlap::kNone;
-  tail.scratch = tail_scratch.p;
-  tail.scratch_bytes = tail_scratch.bytes();
-  cuda::moe::Sm90SetupJob jobs[2];
-  head.run_gemm = tail.run_gemm = false;
-  head.setup_job = &jobs[0];
-  tail.setup_job = &jobs[1];
-  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(head, stream));
-  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(tail, stream));
-  MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_setups(jobs, 2, beside, stream));
-  for (Sm90GemmArgs* part : {&head, &tail}) {
-    part->setup_job = nullptr;
-    part->run_setup = false;
-    part->run_gemm = true;
-    MOEKIT_RETURN_IF_ERROR(cuda::moe::launch_sm90_grouped_gemm(*part, stream));
-  }
-  return Status::Ok();
 }
 
 // One case's operands on the device: random A and B, the case's offsets (random ones, with empty
@@ -360,7 +331,8 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   const Status st =
-      c.parts ? launch_in_parts(args, tail_scratch, stream, c.beside) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
+              : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   if (out16) {
@@ -432,6 +404,17 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   refused(Sm90Tile::kM64N128C1x1, cuda::moe::Sm90RowPart::kHead, "row_part=head needs a 128-row tile");
   refused(Sm90Tile::kM128N256C1x1, cuda::moe::Sm90RowPart::kTail, "row_part=tail needs the 192-row tile");
   refused(Sm90Tile::kM128N256C1x1, static_cast<cuda::moe::Sm90RowPart>(3), "row_part=3 (0 all, 1 head, 2 tail)");
+  // The two-part launch takes the whole GEMM's arguments, not a part's or an overlapped pair's.
+  auto refused_in_parts = [&](cuda::moe::Sm90RowPart part, cuda::moe::Sm90Overlap overlap) {
+    args.tile = Sm90Tile::kM128N256C1x1;
+    args.row_part = part;
+    args.overlap = overlap;
+    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, nullptr, 0, false, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.to_string().find("not a part's or a pair's"), std::string::npos) << s.to_string();
+  };
+  refused_in_parts(cuda::moe::Sm90RowPart::kHead, cuda::moe::Sm90Overlap::kNone);
+  refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kSecond);
 }
 
 // The rule that splits an expert's rows between the two parts (sm90_tall_tail_rows): the last two
@@ -467,7 +450,7 @@ struct GatedCase {
   std::vector<int64_t> counts = {};  // rows per expert (experts and rows must match); empty: random
   Sm90TileOrder order = Sm90TileOrder::kFixed;  // Sm90GemmArgs::tile_order
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
-  bool parts = false;  // in two parts (launch_in_parts)
+  bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts)
   bool beside = false;
 };
 
@@ -528,7 +511,8 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const Status st =
-      c.parts ? launch_in_parts(args, tail_scratch, stream, c.beside) : cuda::moe::launch_sm90_grouped_gemm(args, stream);
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
+              : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
   MOEKIT_ASSERT_CUDA(cudaStreamDestroy(stream));

@@ -626,48 +626,24 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   return rows <= limit * active;
 }
 
+#if MOEKIT_HAS_SM90_GEMM
 // Whether this GEMM runs in two parts, its experts' tall tails on the 192-row tile (Sm90RowPart,
 // sm90_grouped_gemm.h; docs/perf-notes.md step 41): the knob gemm1.tall_tail / gemm2.tall_tail on,
-// the plan's tile one of 128 rows, some rows, and not an overlapped pair's GEMM (whose setups and
-// launches are the pair's). Elsewhere the knob changes nothing.
-[[maybe_unused]] bool sm90_tall_tail(const StageContext& c, bool first) {
+// the plan's tile (`tile`) one of 128 rows, some rows, and not an overlapped pair's GEMM (whose
+// setups and launches are the pair's). Elsewhere the knob changes nothing.
+bool sm90_tall_tail(const StageContext& c, bool first, Sm90Tile tile) {
   if (knob_value(c, first ? "gemm1.tall_tail" : "gemm2.tall_tail", "off") != "on") return false;
-  const GemmTile t = tile_for(c, first);
-  const bool head_tile = t == GemmTile::kSm90M128N256C1x1 || t == GemmTile::kSm90M128N256C1x2 || t == GemmTile::kSm90M128N128C1x1;
-  return head_tile && max_rows(c) > 0 && !sm90_overlap(c);
+  return sm90_is_head_tile(tile) && max_rows(c) > 0 && !sm90_overlap(c);
 }
 
-#if MOEKIT_HAS_SM90_GEMM
-// The GEMM in two launches: the heads on the plan's 128-row tile, the tall tails on the 192-row tile
-// in the other GEMM's scratch region (free: the GEMMs of a layer run one after the other, and no
-// overlapped pair runs beside the parts), both setups as one kernel. No row is written twice and
-// every routed row once (sm90_tall_tail_rows), so the output is complete when both have run. With
-// PDL the tails launch beside the heads (Sm90Overlap::kBeside: their CTAs take the SMs the heads'
-// last round leaves, docs/perf-notes.md step 41 d); without it, one after the other.
-Status sm90_tall_tail_gemm(const StageContext& c, Sm90GemmArgs head, bool first) {
-  Sm90GemmArgs tail = head;
-  head.row_part = Sm90RowPart::kHead;
-  tail.row_part = Sm90RowPart::kTail;
-  tail.tile = Sm90Tile::kM192N128C1x1;
-  const bool beside = pdl_enabled();
-  head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
-  tail.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
-  const size_t region = align256(head.scratch_bytes);
-  tail.scratch = static_cast<unsigned char*>(head.scratch) + (first ? static_cast<ptrdiff_t>(region) : -static_cast<ptrdiff_t>(region));
-  Sm90SetupJob jobs[2];
-  head.run_gemm = tail.run_gemm = false;
-  head.setup_job = &jobs[0];
-  tail.setup_job = &jobs[1];
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(head, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(tail, stream_of(c)));
-  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, beside, stream_of(c)));
-  for (Sm90GemmArgs* part : {&head, &tail}) {
-    part->setup_job = nullptr;
-    part->run_setup = false;
-    part->run_gemm = true;
-    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*part, stream_of(c)));
-  }
-  return Status::Ok();
+// The GEMM in two launches (launch_sm90_grouped_gemm_in_parts), the tall tails in the other GEMM's
+// scratch region: free, since the GEMMs of a layer run one after the other and no overlapped pair
+// runs beside the parts. With PDL the tails launch beside the heads (their CTAs take the SMs the
+// heads' last round leaves, docs/perf-notes.md step 41 d); without it, after them.
+Status sm90_tall_tail_gemm(const StageContext& c, const Sm90GemmArgs& a, bool first) {
+  const auto region = static_cast<ptrdiff_t>(align256(a.scratch_bytes));
+  void* tail_scratch = static_cast<unsigned char*>(a.scratch) + (first ? region : -region);
+  return launch_sm90_grouped_gemm_in_parts(a, tail_scratch, a.scratch_bytes, pdl_enabled(), stream_of(c));
 }
 #endif
 
@@ -675,7 +651,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
 #if MOEKIT_HAS_SM90_GEMM
   auto a = sm90_args(c, g, d, first, gated);
   if (!a.ok()) return a.status();
-  if (sm90_tall_tail(c, first)) return sm90_tall_tail_gemm(c, *a, first);
+  if (sm90_tall_tail(c, first, a->tile)) return sm90_tall_tail_gemm(c, *a, first);
   if (!sm90_overlap(c)) return launch_sm90_grouped_gemm(*a, stream_of(c));
   if (!first) {  // set up by gemm1's stage
     a->overlap = Sm90Overlap::kSecond;

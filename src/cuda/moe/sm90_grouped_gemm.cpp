@@ -65,8 +65,7 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
     return Status::InvalidArgument("sm90 grouped GEMM: tail_split=" + std::to_string(static_cast<int>(a.tail_split)) +
                                    " (0 off, 1 auto, 2 always)");
   // The parts' rule (sm90_tall_tail_rows) sizes the head in 128-row tiles and the tail for one 192-row tile.
-  if (a.row_part == Sm90RowPart::kHead && a.tile != Sm90Tile::kM128N256C1x1 && a.tile != Sm90Tile::kM128N256C1x2 &&
-      a.tile != Sm90Tile::kM128N128C1x1)
+  if (a.row_part == Sm90RowPart::kHead && !sm90_is_head_tile(a.tile))
     return Status::InvalidArgument("sm90 grouped GEMM: row_part=head needs a 128-row tile, not tile " +
                                    std::to_string(static_cast<int>(a.tile)));
   if (a.row_part == Sm90RowPart::kTail && a.tile != Sm90Tile::kM192N128C1x1)
@@ -103,6 +102,38 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   else
     with_tile(a.tile, [&](auto tile) { st = sm90::launch_tile<decltype(tile)::value>(a, stream); });
   return st;
+}
+
+Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, void* tail_scratch, size_t tail_scratch_bytes, bool beside,
+                                         void* stream) {
+  if (a.overlap != Sm90Overlap::kNone || a.row_part != Sm90RowPart::kAll || a.setup_job != nullptr || !a.run_setup || !a.run_gemm)
+    return Status::InvalidArgument("sm90 grouped GEMM in parts: the whole GEMM's arguments (overlap none, row_part all, "
+                                   "its own setup and GEMM), not a part's or a pair's");
+  Sm90GemmArgs head = a, tail = a;
+  head.row_part = Sm90RowPart::kHead;
+  tail.row_part = Sm90RowPart::kTail;
+  tail.tile = Sm90Tile::kM192N128C1x1;
+  tail.scratch = tail_scratch;
+  tail.scratch_bytes = tail_scratch_bytes;
+  head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
+  tail.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
+  // Each part writes its setup job (its arguments checked, the head's tile among them); one kernel
+  // runs both; then the two GEMMs.
+  Sm90SetupJob jobs[2];
+  head.run_gemm = tail.run_gemm = false;
+  head.setup_job = &jobs[0];
+  tail.setup_job = &jobs[1];
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(head, stream));
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(tail, stream));
+  if (a.max_rows == 0) return Status::Ok();  // neither wrote a job: nothing to run
+  MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, beside, stream));
+  for (Sm90GemmArgs* part : {&head, &tail}) {
+    part->setup_job = nullptr;
+    part->run_setup = false;
+    part->run_gemm = true;
+    MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*part, stream));
+  }
+  return Status::Ok();
 }
 
 }  // namespace moekit::cuda::moe

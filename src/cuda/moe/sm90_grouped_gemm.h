@@ -107,6 +107,10 @@ enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kBeside };
 // a 128-row tile computes that tile in full and the 192-row tile a third of padding at most.
 enum class Sm90RowPart : uint8_t { kAll, kHead, kTail };
 inline constexpr int64_t kSm90HeadTileRows = 128;
+// The tiles the heads run on: those of kSm90HeadTileRows rows. The tails run on kM192N128C1x1.
+inline constexpr bool sm90_is_head_tile(Sm90Tile t) {
+  return t == Sm90Tile::kM128N256C1x1 || t == Sm90Tile::kM128N256C1x2 || t == Sm90Tile::kM128N128C1x1;
+}
 inline constexpr int64_t kSm90TallTailMaxLastRows = 64;
 
 #if defined(__CUDACC__)
@@ -203,6 +207,15 @@ struct Sm90GemmArgs {
   // kM192N128C1x1; the two launches of a pair together write every routed row once.
   Sm90RowPart row_part = Sm90RowPart::kAll;
 };
+
+// The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the
+// heads on a.tile with a.scratch, the tall tails on kM192N128C1x1 with `tail_scratch`
+// (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one kernel. With `beside`
+// (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else after them. Every
+// routed row is written once. `a` must not be part of an overlapped pair (a.overlap kNone) nor a
+// part already (a.row_part kAll), and must run its own setup and GEMM.
+Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, void* tail_scratch, size_t tail_scratch_bytes, bool beside,
+                                         void* stream);
 
 // Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most
 // kSm90SplitFlags): the flags, then a partial tile (128 KB) a CTA.
