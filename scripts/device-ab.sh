@@ -14,6 +14,8 @@
 # device_ab runs the variants (v0 the first, usually "" for the heuristic; each a --choice string)
 # in turns, forward then backward, one set of three samples each, and appends each variant's best
 # turn against v0's to $OUT/r/summary.txt (docs/device-logs/2026-11-27-final/summarize.py).
+# DEVICE_AB_ARGS, when set, goes to every bench run (e.g. "--intermediate 704" for a preset's shape
+# with another I).
 
 device_call_start() {
   DEVICE_LIMIT=$1
@@ -50,7 +52,7 @@ device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
     v=${vt%%:*} turn=${vt#*:} ch=()
     [ -n "${variants[$v]}" ] && ch=(--choice "${variants[$v]}")
     timeout 100 "$B" bench --backend cuda --quant none --gate-up interleaved --no-baseline --sets 1 --reps 3 \
-      --preset "$p" --tokens "$t" "${ch[@]}" --csv "$d/ab-$p-v$v-$turn.csv" > "$d/ab-$p-v$v-$turn.txt" 2>&1 \
+      --preset "$p" --tokens "$t" ${DEVICE_AB_ARGS:-} "${ch[@]}" --csv "$d/ab-$p-v$v-$turn.csv" > "$d/ab-$p-v$v-$turn.txt" 2>&1 \
       || echo "== $p T=$t v$v turn $turn rc=$?"
   done
   python3 docs/device-logs/2026-11-27-final/summarize.py "$d" 0 | grep moekit | tee -a "$OUT/r/summary.txt"
