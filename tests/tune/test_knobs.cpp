@@ -283,6 +283,50 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
   EXPECT_EQ(find(concatenated, "gemm2.tile")->heuristic, tall);
 }
 
+// The heuristic's tall tails (moe_launch.h kSm90TallTailMinRows etc., docs/perf-notes.md step 42):
+// a GEMM on the 128 x 256 tile runs in parts from 112 to 256 rows an expected expert when its expert
+// weight holds 6M to 48M elements (GPT-OSS-120B's 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M),
+// not for Qwen3-30B-A3B's (1.6M, 3.1M) nor Mixtral-8x7B's (59M, 117M); where the GEMM is on another
+// tile (GPT-OSS gemm1 from 136 rows, its gemm2 from 144: the 192-row tile) the knob stays off. Each
+// end of the rows window is checked on both sides.
+TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0) {
+    MoeProblem p = find_preset(preset)->problem;
+    p.quant = QuantScheme::kNone;
+    p.gate_up_layout = GateUpLayout::kInterleaved;
+    if (inter > 0) p.intermediate = inter;
+    return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
+  };
+  struct Point {  // the comments give the rows an expected expert
+    const char* preset;
+    int64_t tokens;
+    bool gemm1, gemm2;
+    int64_t inter = 0;
+  };
+  const Point points[] = {
+      {"gpt-oss-120b", 3568, false, false},  // 111.5
+      {"gpt-oss-120b", 3584, true, true},    // 112
+      {"gpt-oss-120b", 4096, true, true},    // 128
+      {"gpt-oss-120b", 4352, false, true},   // 136: gemm1 on the 192-row tile
+      {"gpt-oss-120b", 4608, false, false},  // 144: both on the 192-row tile
+      {"gpt-oss-120b", 5664, true, true},    // 177
+      {"gpt-oss-120b", 8192, true, true},    // 256
+      {"gpt-oss-120b", 8224, false, false},  // 257
+      {"gpt-oss-120b", 4096, true, false, 1152},  // I=1152: gemm1's expert 6.6M elements, gemm2's 3.3M
+      {"deepseek-v3", 2048, true, true},     // 128 (DeepSeek-V3's routing: half the experts expected)
+      {"deepseek-v3", 4096, true, true},     // 256
+      {"deepseek-v3", 8192, false, false},   // 512
+      {"qwen3-30b-a3b", 2048, false, false},  // 128, experts of 3.1M and 1.6M elements
+      {"mixtral-8x7b", 512, false, false},    // 128, experts of 117M and 59M elements
+  };
+  for (const Point& pt : points) {
+    const auto space = knobs(pt.preset, pt.tokens, pt.inter);
+    EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "on" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
+    EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "on" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
+  }
+}
+
 // The 192 x 128 tile has both epilogues (the gated one and the plain TMA store in 64-row subtiles),
 // so it is a value of both GEMMs' tile knobs on Hopper whatever the layout and the fusions, and a plan
 // whose gemm1 runs it unfused (fusion.gemm1_activation=off: a plain gemm1) is runnable.

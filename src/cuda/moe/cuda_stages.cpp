@@ -332,6 +332,12 @@ int64_t expected_experts(const MoeProblem& p) {
 // (moe_launch.h, kSm90TallTileMinRows etc.): none, gemm1's (the gated epilogue) or gemm2's.
 enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 
+// Rows an expected expert: the routed rows over the experts they can reach (at most one a row).
+double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
+  const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
+  return static_cast<double>(max_rows) / static_cast<double>(active);
+}
+
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
@@ -342,7 +348,7 @@ enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 // `tall`: the window of rows in which the heuristic takes the 192 x 128 tile (tall_window), if any.
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
   const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
-  const double rows_per_expert = static_cast<double>(max_rows) / static_cast<double>(active);
+  const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   const bool large_expert = n * k >= kSm90LargeExpert;
   const bool huge_expert = n * k >= kSm90HugeExpert;
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
@@ -477,6 +483,16 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
   return gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kNone;
 }
 
+// Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
+// gemm2.tall_tail on): on the heuristic's 128-row tile, in the window of rows an expected expert and
+// of expert sizes where the layer measured faster (moe_launch.h, kSm90TallTailMinRows etc.).
+bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k) {
+  if (heuristic != GemmTile::kSm90M128N256C1x1) return false;
+  const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
+  return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows && n * k >= kSm90TallTailMinExpert &&
+         n * k < kSm90HugeExpert;
+}
+
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
   const auto& p = q.problem;
   const int64_t rows = p.input_format == InputFormat::kMasked ? q.num_tokens : q.num_tokens * p.top_k;
@@ -501,8 +517,12 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
     if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
     // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
-    // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only.
-    if (sm90) knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on"}, "off", stage});
+    // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only, on by
+    // default where heuristic_tall_tail measured faster.
+    if (sm90) {
+      const bool tall_tail = heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first));
+      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on"}, tall_tail ? "on" : "off", stage});
+    }
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
       knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});

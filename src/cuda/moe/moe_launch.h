@@ -359,6 +359,22 @@ inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
 inline constexpr double kSm90HugeExpertTallTileMaxRows = 168;
 inline constexpr double kSm90TallGemm2MinRows = 144;
 inline constexpr double kSm90TallGemm2MaxRows = 168;
+// The experts' tall tails (Sm90RowPart, sm90_grouped_gemm.h: a GEMM in two launches, an expert's
+// last two 128-row M tiles as one 192-row tile when the last holds at most 64 rows, the tails
+// beside the heads): the heuristic turns a GEMM's gemm1.tall_tail / gemm2.tall_tail on where that
+// GEMM runs a 128-row tile at kSm90TallTailMinRows to kSm90TallTailMaxRows rows an expected expert
+// and its expert weight (N x K) holds kSm90TallTailMinExpert elements or more and less than
+// kSm90HugeExpert. Measured on an H200 (docs/perf-notes.md steps 41-42), the layer against the
+// heuristic without the parts, best of two turns: GPT-OSS-120B (8.3M and 16.6M) T=3584 -2.2%, T=4096
+// -6.2..-6.5% (both GEMMs), T=8192 -0.5% (gemm1); its shape with I=2816 T=4096 -6.2%; DeepSeek-V3
+// (14.7M and 29.4M) T=2048 -0.5% (gemm1), T=4096 -1.3% (both). Lost with smaller experts (Qwen3-30B-A3B,
+// 1.6M and 3.1M: T=2048 +1.9% gemm1, +4.3% both; T=4096 +4.0%; its shapes with I=704 +0.8%, H=1920
+// +1.5% gemm2) and huger ones (Mixtral-8x7B, 59M and 117M: T=512 -0.7% gemm1 but +5.2% both, T=1024
+// +4.7%). Why the middle-sized experts win is not measured: not the last N tile's padding (the
+// I=704 and I=2816 shapes test that and refute it).
+inline constexpr double kSm90TallTailMinRows = 112;
+inline constexpr double kSm90TallTailMaxRows = 256;
+inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
