@@ -364,14 +364,20 @@ inline constexpr double kSm90TallGemm2MaxRows = 168;
 // beside the heads): the heuristic turns a GEMM's gemm1.tall_tail / gemm2.tall_tail on where that
 // GEMM runs a 128-row tile at kSm90TallTailMinRows to kSm90TallTailMaxRows rows an expected expert
 // and its expert weight (N x K) holds kSm90TallTailMinExpert elements or more and less than
-// kSm90HugeExpert. Measured on an H200 (docs/perf-notes.md steps 41-42), the layer against the
-// heuristic without the parts, best of two turns: GPT-OSS-120B (8.3M and 16.6M) T=3584 -2.2%, T=4096
-// -6.2..-6.5% (both GEMMs), T=8192 -0.5% (gemm1); its shape with I=2816 T=4096 -6.2%; DeepSeek-V3
-// (14.7M and 29.4M) T=2048 -0.5% (gemm1), T=4096 -1.3% (both). Lost with smaller experts (Qwen3-30B-A3B,
-// 1.6M and 3.1M: T=2048 +1.9% gemm1, +4.3% both; T=4096 +4.0%; its shapes with I=704 +0.8%, H=1920
-// +1.5% gemm2) and huger ones (Mixtral-8x7B, 59M and 117M: T=512 -0.7% gemm1 but +5.2% both, T=1024
-// +4.7%). Why the middle-sized experts win is not measured: not the last N tile's padding (the
-// I=704 and I=2816 shapes test that and refute it).
+// kSm90HugeExpert. Measured on an H200 (docs/perf-notes.md steps 41-42). Chosen from calls 1-2, the
+// layer against the heuristic without the parts, best of two turns: GPT-OSS-120B (8.3M and 16.6M)
+// T=3584 -2.2%, T=4096 -6.2..-6.5% (both GEMMs), T=8192 -0.5% (gemm1); its shape with I=2816 T=4096
+// -8.1% (gemm1; both GEMMs -6.2%); DeepSeek-V3 (14.7M and 29.4M) T=2048 -0.5% (gemm1), T=4096 -1.3%
+// (both). Lost with smaller experts (Qwen3-30B-A3B, 1.6M and 3.1M: T=2048 +1.9% gemm1, +4.3% both;
+// T=4096 +4.0%; its shapes with I=704 +0.8%, H=1920 +1.5% gemm2) and huger ones (Mixtral-8x7B, 59M
+// and 117M: T=512 -0.7% gemm1 but +5.2% both, T=1024 +4.7%). Checked in call 3, the rule against
+// both knobs off: GPT-OSS T=3584 -3.7%, T=4096 -3.0%, T=5664 (177 rows) -8.6%, DeepSeek-V3 T=2048
+// -0.6%, T=3072 -2.5%, T=4096 -2.2%; level where one GEMM alone runs in parts at the window's edges (GPT-OSS T=4352,
+// gemm2 at 136 rows, +0.5%; T=8192 +0.7%; GPT-OSS with I=1152, gemm1's 6.6M expert, +0.3%).
+// Why the middle-sized experts win is not measured: not the last N tile's padding (the I=704 and
+// I=2816 shapes test that and refute it). The lower bound lies between the largest expert that lost
+// (3.1M) and the smallest that won (8.3M: GPT-OSS's gemm2 alone in parts at T=4096, -4.9%); 6.6M
+// measured level.
 inline constexpr double kSm90TallTailMinRows = 112;
 inline constexpr double kSm90TallTailMaxRows = 256;
 inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
