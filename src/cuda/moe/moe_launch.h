@@ -372,8 +372,9 @@ inline constexpr double kSm90TallGemm2MaxRows = 168;
 // T=4096 +4.0%; its shapes with I=704 +0.8%, H=1920 +1.5% gemm2) and huger ones (Mixtral-8x7B, 59M
 // and 117M: T=512 -0.7% gemm1 but +5.2% both, T=1024 +4.7%). Checked in call 3, the rule against
 // both knobs off: GPT-OSS T=3584 -3.7%, T=4096 -3.0%, T=5664 (177 rows) -8.6%, DeepSeek-V3 T=2048
-// -0.6%, T=3072 -2.5%, T=4096 -2.2%; level where one GEMM alone runs in parts at the window's edges (GPT-OSS T=4352,
-// gemm2 at 136 rows, +0.5%; T=8192 +0.7%; GPT-OSS with I=1152, gemm1's 6.6M expert, +0.3%).
+// -0.6%, T=3072 -2.5%, T=4096 -2.2%; level where one GEMM alone runs in parts at the window's
+// edges (GPT-OSS T=4352, gemm2 at 136 rows, +0.5%; T=8192 +0.7%; GPT-OSS with I=1152, gemm1's 6.6M
+// expert, +0.3%).
 // Why the middle-sized experts win is not measured: not the last N tile's padding (the I=704 and
 // I=2816 shapes test that and refute it). The lower bound lies between the largest expert that lost
 // (3.1M) and the smallest that won (8.3M: GPT-OSS's gemm2 alone in parts at T=4096, -4.9%); 6.6M
