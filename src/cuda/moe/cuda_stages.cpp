@@ -332,10 +332,12 @@ int64_t expected_experts(const MoeProblem& p) {
 // (moe_launch.h, kSm90TallTileMinRows etc.): none, gemm1's (the gated epilogue) or gemm2's.
 enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 
-// Rows an expected expert: the routed rows over the experts they can reach (at most one a row).
+// The experts `max_rows` routed rows can reach (at most one a row, at least one), and the rows each
+// of them expects: the heuristic's tile, the tall tails' and the overlapped pair's rules all count
+// rows an expected expert this way.
+int64_t active_experts(int64_t max_rows, int64_t experts) { return std::max<int64_t>(1, std::min(max_rows, experts)); }
 double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
-  const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
-  return static_cast<double>(max_rows) / static_cast<double>(active);
+  return static_cast<double>(max_rows) / static_cast<double>(active_experts(max_rows, experts));
 }
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
@@ -347,7 +349,7 @@ double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
 // (below), and the mma.sync tiles above.
 // `tall`: the window of rows in which the heuristic takes the 192 x 128 tile (tall_window), if any.
 GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
-  const int64_t active = std::max<int64_t>(1, std::min(max_rows, experts));
+  const int64_t active = active_experts(max_rows, experts);
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   const bool large_expert = n * k >= kSm90LargeExpert;
   const bool huge_expert = n * k >= kSm90HugeExpert;
@@ -641,7 +643,7 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
   // No rows (T = 0): each GEMM returns before its setup, so there is no pair to set up.
   if (rows == 0) return false;
   if (knob == "on") return true;
-  const int64_t active = std::max<int64_t>(1, std::min(rows, expected_experts(c.problem)));
+  const int64_t active = active_experts(rows, expected_experts(c.problem));
   const int64_t limit = sm90_overlap_max_rows_per_expert(gemm_n(c.problem, false) * gemm_k(c.problem, false));
   return rows <= limit * active;
 }
