@@ -197,8 +197,9 @@ struct Case {
   // poisoned again: the same output from the groups the first launch's setup wrote.
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
-  bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on 192 x 128
+  bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on tail_tile
   bool beside = false;  // the tails launched beside the heads (PDL)
+  Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -209,8 +210,26 @@ std::string tile_label(Sm90Tile t) {
     case Sm90Tile::kM64N128C1x2: return "64x128 1x2";
     case Sm90Tile::kM128N128C1x1: return "128x128 1x1";
     case Sm90Tile::kM192N128C1x1: return "192x128 1x1";
+    case Sm90Tile::kM192N256C1x1: return "192x256 1x1";
   }
   return "tile " + std::to_string(static_cast<int>(t));
+}
+
+// A tile's M height (rows of one M tile).
+int64_t tile_rows(Sm90Tile t) {
+  switch (t) {
+    case Sm90Tile::kM64N128C1x1:
+    case Sm90Tile::kM64N128C1x2: return 64;
+    case Sm90Tile::kM192N128C1x1:
+    case Sm90Tile::kM192N256C1x1: return 192;
+    default: return 128;
+  }
+}
+
+// The label of a two-part launch.
+std::string parts_label(bool parts, bool beside, Sm90Tile tail_tile) {
+  if (!parts) return "";
+  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) + ")";
 }
 
 // Every tile has both configurations (the plain TMA-store epilogue and the gated one).
@@ -308,7 +327,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           (c.parts ? (c.beside ? " in parts beside" : " in parts") : "") + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -331,7 +350,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -402,19 +421,23 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   };
   refused(Sm90Tile::kM192N128C1x1, cuda::moe::Sm90RowPart::kHead, "row_part=head needs a 128-row tile");
   refused(Sm90Tile::kM64N128C1x1, cuda::moe::Sm90RowPart::kHead, "row_part=head needs a 128-row tile");
-  refused(Sm90Tile::kM128N256C1x1, cuda::moe::Sm90RowPart::kTail, "row_part=tail needs the 192-row tile");
+  refused(Sm90Tile::kM128N256C1x1, cuda::moe::Sm90RowPart::kTail, "row_part=tail needs a 192-row tile");
   refused(Sm90Tile::kM128N256C1x1, static_cast<cuda::moe::Sm90RowPart>(3), "row_part=3 (0 all, 1 head, 2 tail)");
-  // The two-part launch takes the whole GEMM's arguments, not a part's or an overlapped pair's.
-  auto refused_in_parts = [&](cuda::moe::Sm90RowPart part, cuda::moe::Sm90Overlap overlap) {
+  // The two-part launch takes the whole GEMM's arguments, not a part's or an overlapped pair's, and
+  // a 192-row tile for the tails.
+  auto refused_in_parts = [&](cuda::moe::Sm90RowPart part, cuda::moe::Sm90Overlap overlap, Sm90Tile tail_tile,
+                              const std::string& says) {
     args.tile = Sm90Tile::kM128N256C1x1;
     args.row_part = part;
     args.overlap = overlap;
-    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, nullptr, 0, false, nullptr);
+    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_tile, nullptr, 0, false, nullptr);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.to_string().find("not a part's or a pair's"), std::string::npos) << s.to_string();
+    EXPECT_NE(s.to_string().find(says), std::string::npos) << s.to_string();
   };
-  refused_in_parts(cuda::moe::Sm90RowPart::kHead, cuda::moe::Sm90Overlap::kNone);
-  refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kSecond);
+  refused_in_parts(cuda::moe::Sm90RowPart::kHead, cuda::moe::Sm90Overlap::kNone, Sm90Tile::kM192N128C1x1, "not a part's or a pair's");
+  refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kSecond, Sm90Tile::kM192N256C1x1, "not a part's or a pair's");
+  refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kNone, Sm90Tile::kM128N256C1x1,
+                   "tail_tile=0 is not a 192-row tile");
 }
 
 // The rule that splits an expert's rows between the two parts (sm90_tall_tail_rows): the last two
@@ -452,14 +475,14 @@ struct GatedCase {
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts)
   bool beside = false;
+  Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") +
-                           (c.parts ? (c.beside ? " in parts beside" : " in parts") : "") +
-                           " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
@@ -511,7 +534,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -569,29 +592,36 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
   }
 }
 
-// A GEMM in two parts (Sm90RowPart: the experts' tall tails on the 192-row tile, the rest on a
+// A GEMM in two parts (Sm90RowPart: the experts' tall tails on a 192-row tile, the rest on a
 // 128-row tile, two launches): every routed row against the float64 reference, the rows past them
 // still poisoned, plain (float32 and 16-bit D) and gated, at the row counts around each
 // warpgroup's rows (tall tails of 129, 191, 192 rows, after a head at 257 and 320, none at 193 and
 // 255), under both orders and the tail split, the parts in order and (with the automatic order)
-// beside each other; and random counts around 128 and 256 rows an expert, both ways.
+// beside each other, the tails on 192 x 128 after every head tile and on 192 x 256 after 128 x 256;
+// and random counts around 128 and 256 rows an expert, both ways, on both tail tiles.
 TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
   const int64_t rows = total_of(counts);
   const int experts = static_cast<int>(counts.size());
-  for (Sm90Tile head : {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM128N128C1x1})
+  const std::pair<Sm90Tile, Sm90Tile> pairs[] = {{Sm90Tile::kM128N256C1x1, Sm90Tile::kM192N128C1x1},
+                                                 {Sm90Tile::kM128N256C1x2, Sm90Tile::kM192N128C1x1},
+                                                 {Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1},
+                                                 {Sm90Tile::kM128N256C1x1, Sm90Tile::kM192N256C1x1}};
+  for (const auto& [head, tail_tile] : pairs)
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kAuto}) {
       Case c{Elem::kBF16, experts, rows, 520, 264, head, counts, order};
       c.parts = true;
       c.beside = order == Sm90TileOrder::kAuto;  // both launch modes on every head tile
       c.tail = cuda::moe::Sm90TailSplit::kAlways;
+      c.tail_tile = tail_tile;
       std::vector<uint16_t> d16;
       run_case(c);
       run_case(c, nullptr, nullptr, &d16);
       GatedCase gc{Elem::kBF16, experts, rows, 520, 264, head, Activation::kSwiGLU, true, counts, order};
       gc.parts = true;
       gc.beside = c.beside;
+      gc.tail_tile = tail_tile;
       run_gated_case(gc);
     }
   // GPT-OSS-like: 16 experts of about 128 rows, and of about 256 (half of them with a tall tail).
@@ -600,16 +630,19 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     std::normal_distribution<double> spread(static_cast<double>(rows_per_expert), 11.0);
     std::vector<int64_t> around;
     for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
-    for (bool beside : {false, true}) {
-      Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
-      c.parts = true;
-      c.beside = beside;
-      run_case(c);
-      GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
-      gc.parts = true;
-      gc.beside = beside;
-      run_gated_case(gc);
-    }
+    for (Sm90Tile tail_tile : {Sm90Tile::kM192N128C1x1, Sm90Tile::kM192N256C1x1})
+      for (bool beside : {false, true}) {
+        Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+        c.parts = true;
+        c.beside = beside;
+        c.tail_tile = tail_tile;
+        run_case(c);
+        GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+        gc.parts = true;
+        gc.beside = beside;
+        gc.tail_tile = tail_tile;
+        run_gated_case(gc);
+      }
   }
 }
 
@@ -686,9 +719,7 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
   over128[7] = 129;
   for (Sm90Tile tile : all_tiles()) {
     const bool cluster = tile == Sm90Tile::kM128N256C1x2 || tile == Sm90Tile::kM64N128C1x2;
-    const int64_t tile_m = tile == Sm90Tile::kM64N128C1x1 || tile == Sm90Tile::kM64N128C1x2 ? 64
-                           : tile == Sm90Tile::kM192N128C1x1                               ? 192
-                                                                                           : 128;
+    const int64_t tile_m = tile_rows(tile);
     for (Sm90TileOrder order : {Sm90TileOrder::kFixed, Sm90TileOrder::kClaimed, Sm90TileOrder::kAuto})
       for (const auto* counts : {&fit, &over64, &over128}) {
         int64_t rows = 0, most = 0;

@@ -38,6 +38,7 @@ bool with_tile(Sm90Tile t, F&& f) {
     case Sm90Tile::kM64N128C1x2: f(std::integral_constant<Sm90Tile, Sm90Tile::kM64N128C1x2>{}); return true;
     case Sm90Tile::kM128N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM128N128C1x1>{}); return true;
     case Sm90Tile::kM192N128C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM192N128C1x1>{}); return true;
+    case Sm90Tile::kM192N256C1x1: f(std::integral_constant<Sm90Tile, Sm90Tile::kM192N256C1x1>{}); return true;
   }
   return false;
 }
@@ -68,8 +69,8 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   if (a.row_part == Sm90RowPart::kHead && !sm90_is_head_tile(a.tile))
     return Status::InvalidArgument("sm90 grouped GEMM: row_part=head needs a 128-row tile, not tile " +
                                    std::to_string(static_cast<int>(a.tile)));
-  if (a.row_part == Sm90RowPart::kTail && a.tile != Sm90Tile::kM192N128C1x1)
-    return Status::InvalidArgument("sm90 grouped GEMM: row_part=tail needs the 192-row tile (kM192N128C1x1), not tile " +
+  if (a.row_part == Sm90RowPart::kTail && !sm90_is_tail_tile(a.tile))
+    return Status::InvalidArgument("sm90 grouped GEMM: row_part=tail needs a 192-row tile (kM192N128C1x1, kM192N256C1x1), not tile " +
                                    std::to_string(static_cast<int>(a.tile)));
   if (a.row_part != Sm90RowPart::kAll && a.row_part != Sm90RowPart::kHead && a.row_part != Sm90RowPart::kTail)
     return Status::InvalidArgument("sm90 grouped GEMM: row_part=" + std::to_string(static_cast<int>(a.row_part)) +
@@ -104,15 +105,18 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
   return st;
 }
 
-Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, void* tail_scratch, size_t tail_scratch_bytes, bool beside,
-                                         void* stream) {
+Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
+                                         bool beside, void* stream) {
   if (a.overlap != Sm90Overlap::kNone || a.row_part != Sm90RowPart::kAll || a.setup_job != nullptr || !a.run_setup || !a.run_gemm)
     return Status::InvalidArgument("sm90 grouped GEMM in parts: the whole GEMM's arguments (overlap none, row_part all, "
                                    "its own setup and GEMM), not a part's or a pair's");
+  if (!sm90_is_tail_tile(tail_tile))
+    return Status::InvalidArgument("sm90 grouped GEMM in parts: tail_tile=" + std::to_string(static_cast<int>(tail_tile)) +
+                                   " is not a 192-row tile (kM192N128C1x1, kM192N256C1x1)");
   Sm90GemmArgs head = a, tail = a;
   head.row_part = Sm90RowPart::kHead;
   tail.row_part = Sm90RowPart::kTail;
-  tail.tile = Sm90Tile::kM192N128C1x1;
+  tail.tile = tail_tile;
   tail.scratch = tail_scratch;
   tail.scratch_bytes = tail_scratch_bytes;
   head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;

@@ -39,9 +39,15 @@ namespace moekit::cuda::moe {
 //   kM192N128  192 x 128 x 64 tiles, cooperative with the two consumer warpgroups side by side along
 //              N (each on all 192 rows): an expert of 129-192 rows in one M tile, so each weight
 //              tile streams once for it instead of twice (docs/perf-notes.md step 36).
-enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1, kM192N128C1x1 };
+//   kM192N256  192 x 256 x 64 tiles, laid out as kM192N128 (each warpgroup 192 x 128: 192
+//              accumulators a thread), for the tall tails only (Sm90RowPart::kTail): the 128 x 256
+//              tile's wgmma width, where kM192N128's 64-wide wgmmas cost it nearly a 128 x 256 tile's
+//              time for 3/4 of the MMAs (docs/perf-notes.md steps 41, 43). No tail split (its partial
+//              does not fit a slot); its plain epilogue stores through one shared-memory stage.
+enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1, kM192N128C1x1, kM192N256C1x1 };
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
-                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1};
+                                             Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1,
+                                             Sm90Tile::kM192N256C1x1};
 
 // The order in which the CTAs of the persistent grid take their tiles (sm90_grouped_gemm_kernel.cuh,
 // ClaimedOrderScheduler). Every order gives the same bits: each output tile is one CTA's.
@@ -100,17 +106,19 @@ enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kBeside };
 // of two parts that two launches on two tiles take between them. An expert of r rows spans
 // q = ceil(r / 128) M tiles of 128 rows; where q >= 2 and the last of them holds at most
 // kSm90TallTailMaxLastRows rows, the expert's last 128 + (r - 128 (q - 1)) rows (129-192) are the
-// tall tail, which a 192-row tile (kM192N128C1x1) runs as one M tile (kTail), and its first
+// tall tail, which a 192-row tile (sm90_is_tail_tile) runs as one M tile (kTail), and its first
 // 128 (q - 2) rows, whole 128-row tiles, are the head, which a 128-row tile runs (kHead); every
 // other expert is all head. Random routing leaves about half the experts with a nearly empty last
 // tile where the rows an expert average a multiple of 128 (GPT-OSS-120B T=4096: 128 +- 11 rows);
 // a 128-row tile computes that tile in full and the 192-row tile a third of padding at most.
 enum class Sm90RowPart : uint8_t { kAll, kHead, kTail };
 inline constexpr int64_t kSm90HeadTileRows = 128;
-// The tiles the heads run on: those of kSm90HeadTileRows rows. The tails run on kM192N128C1x1.
+// The tiles the heads run on: those of kSm90HeadTileRows rows.
 inline constexpr bool sm90_is_head_tile(Sm90Tile t) {
   return t == Sm90Tile::kM128N256C1x1 || t == Sm90Tile::kM128N256C1x2 || t == Sm90Tile::kM128N128C1x1;
 }
+// The tiles the tails run on: those of 192 rows.
+inline constexpr bool sm90_is_tail_tile(Sm90Tile t) { return t == Sm90Tile::kM192N128C1x1 || t == Sm90Tile::kM192N256C1x1; }
 inline constexpr int64_t kSm90TallTailMaxLastRows = 64;
 
 #if defined(__CUDACC__)
@@ -203,19 +211,19 @@ struct Sm90GemmArgs {
   Sm90TailSplit tail_split = Sm90TailSplit::kOff;
   // With run_setup: write the setup's job here instead of launching it (launch_sm90_setups).
   Sm90SetupJob* setup_job = nullptr;
-  // Which rows of each expert this launch takes (Sm90RowPart): kHead on a 128-row tile, kTail on
-  // kM192N128C1x1; the two launches of a pair together write every routed row once.
+  // Which rows of each expert this launch takes (Sm90RowPart): kHead on a 128-row tile, kTail on a
+  // 192-row one; the two launches of a pair together write every routed row once.
   Sm90RowPart row_part = Sm90RowPart::kAll;
 };
 
 // The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the
-// heads on a.tile with a.scratch, the tall tails on kM192N128C1x1 with `tail_scratch`
-// (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one kernel. With `beside`
+// heads on a.tile with a.scratch, the tall tails on `tail_tile` (a 192-row tile: sm90_is_tail_tile)
+// with `tail_scratch` (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one kernel. With `beside`
 // (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else after them. Every
 // routed row is written once. `a` must not be part of an overlapped pair (a.overlap kNone) nor a
 // part already (a.row_part kAll), and must run its own setup and GEMM.
-Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, void* tail_scratch, size_t tail_scratch_bytes, bool beside,
-                                         void* stream);
+Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
+                                         bool beside, void* stream);
 
 // Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most
 // kSm90SplitFlags): the flags, then a partial tile (128 KB) a CTA.

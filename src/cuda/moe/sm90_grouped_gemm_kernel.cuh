@@ -478,6 +478,15 @@ struct TileTraits<Sm90Tile::kM192N128C1x1> : Cooperative {
   using ClusterShape = Shape<_1, _1, _1>;
   static constexpr bool kSideBySide = true;
 };
+// The same at the 128 x 256 tile's width, for the tall tails (sm90_grouped_gemm.h): each warpgroup
+// 192 x 128, m64n128 wgmmas as kM128N256's; 192 accumulators a thread (ptxas spills a few hundred
+// bytes, as it does on kM128N256).
+template <>
+struct TileTraits<Sm90Tile::kM192N256C1x1> : Cooperative {
+  using TileShape = Shape<_192, _256, _64>;
+  using ClusterShape = Shape<_1, _1, _1>;
+  static constexpr bool kSideBySide = true;
+};
 
 // CUTLASS's collective mainloop as the builder made it, but with the two consumer warpgroups side by
 // side along N (a 1 x 2 atom layout of wgmmas N / 2 wide), each on all of the tile's rows. The kernel,
@@ -639,11 +648,14 @@ struct Config {
   // with 64-row subtiles as wide as the tile, so each subtile holds both warpgroups' columns and all
   // 256 consumer threads store it: a fragment of 64 * N / 256 values a thread (the builder's policy
   // would assume 128 threads for a 64-row subtile), two store stages as the builder gives (three C
-  // stages, unallocated without a C operand), one store descriptor per consumer warpgroup.
+  // stages, unallocated without a C operand), one store descriptor per consumer warpgroup. At 256
+  // wide a subtile is 32 KB (64 KB in float32), so the 192 x 256 tile stores through one stage: two
+  // would leave its mainloop (56 KB a stage) two stages in 16-bit and one in float32.
   struct SideBySidePlainEpilogueOf {
     static constexpr int kN = cute::size<1>(TileShape{});
+    static constexpr int kStagesD = kN > 128 ? 1 : 2;
     using EpilogueTile = Shape<_64, Int<kN>>;
-    using Policy = cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<3, 2, 64 * kN / 256, false, false, 2>;
+    using Policy = cutlass::epilogue::Sm90PtrArrayTmaWarpSpecialized<3, kStagesD, 64 * kN / 256, false, false, 2>;
     using type = EpilogueWrap<typename cutlass::epilogue::collective::detail::Sm90TmaBuilderImpl<
         TileShape, EpilogueTile, ElementAccumulator, ElementAccumulator, void, LayoutD*, kAlignD, ElementD, LayoutD*,
         kAlignD, PlainFusion, Policy>::CollectiveOp>;
