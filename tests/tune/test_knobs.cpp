@@ -322,8 +322,8 @@ TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
   };
   for (const Point& pt : points) {
     const auto space = knobs(pt.preset, pt.tokens, pt.inter);
-    EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "on" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
-    EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "on" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
+    EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
+    EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
   }
 }
 

@@ -524,7 +524,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
       const bool tall_tail = heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first));
-      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "on" : "off", stage});
+      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});
     }
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
