@@ -486,7 +486,7 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
 }
 
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
-// gemm2.tall_tail on): on the heuristic's 128-row tile, in the window of rows an expected expert and
+// gemm2.tall_tail wide: on the 192 x 256 tile): on the heuristic's 128-row tile, in the window of rows an expected expert and
 // of expert sizes where the layer measured faster (moe_launch.h, kSm90TallTailMinRows etc.).
 bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k) {
   if (heuristic != GemmTile::kSm90M128N256C1x1) return false;
@@ -520,8 +520,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
     // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
     // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only, on by
-    // default where heuristic_tall_tail measured faster. `on` runs the tails on the 192 x 128 tile,
-    // `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
+    // default (wide) where heuristic_tall_tail measured faster. `on` runs the tails on the 192 x 128
+    // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
       const bool tall_tail = heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first));
       knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});

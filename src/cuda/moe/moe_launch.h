@@ -361,7 +361,7 @@ inline constexpr double kSm90TallGemm2MinRows = 144;
 inline constexpr double kSm90TallGemm2MaxRows = 168;
 // The experts' tall tails (Sm90RowPart, sm90_grouped_gemm.h: a GEMM in two launches, an expert's
 // last two 128-row M tiles as one 192-row tile when the last holds at most 64 rows, the tails
-// beside the heads): the heuristic turns a GEMM's gemm1.tall_tail / gemm2.tall_tail on where that
+// beside the heads): the heuristic sets a GEMM's gemm1.tall_tail / gemm2.tall_tail (to wide) where that
 // GEMM runs a 128-row tile at kSm90TallTailMinRows to kSm90TallTailMaxRows rows an expected expert
 // and its expert weight (N x K) holds kSm90TallTailMinExpert elements or more and less than
 // kSm90HugeExpert. Measured on an H200 (docs/perf-notes.md steps 41-42). Chosen from calls 1-2, the
@@ -379,6 +379,11 @@ inline constexpr double kSm90TallGemm2MaxRows = 168;
 // I=2816 shapes test that and refute it). The lower bound lies between the largest expert that lost
 // (3.1M) and the smallest that won (8.3M: GPT-OSS's gemm2 alone in parts at T=4096, -4.9%); 6.6M
 // measured level.
+// Since step 43 the tails run on the 192 x 256 tile (`wide`), not the 192 x 128 one (`on`): wide
+// against on, the layer, two calls of two turns each: GPT-OSS T=3584 +1.4% / -0.9%, T=4096 -3.6% /
+// -1.1%, T=5664 +0.3% / -5.0%, DeepSeek-V3 T=3072 -2.6% / -0.7%, T=4096 +0.5% / +0.3% (a mean of
+// -1.1%, no point past +0.5% on average). Outside the window wide loses as on does (Qwen3 T=2048
+// +3.5%, T=4096 +5.8%, Mixtral T=1024 +15.0% against off), except Mixtral T=512 (-1.2%, one call).
 inline constexpr double kSm90TallTailMinRows = 112;
 inline constexpr double kSm90TallTailMaxRows = 256;
 inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
