@@ -486,8 +486,9 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
 }
 
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
-// gemm2.tall_tail wide: on the 192 x 256 tile): on the heuristic's 128-row tile, in the window of rows an expected expert and
-// of expert sizes where the layer measured faster (moe_launch.h, kSm90TallTailMinRows etc.).
+// gemm2.tall_tail wide: on the 192 x 256 tile): on the heuristic's 128-row tile, in the window of
+// rows an expected expert and of expert sizes where the layer measured faster (moe_launch.h,
+// kSm90TallTailMinRows etc.).
 bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k) {
   if (heuristic != GemmTile::kSm90M128N256C1x1) return false;
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);

@@ -40,10 +40,12 @@ namespace moekit::cuda::moe {
 //              N (each on all 192 rows): an expert of 129-192 rows in one M tile, so each weight
 //              tile streams once for it instead of twice (docs/perf-notes.md step 36).
 //   kM192N256  192 x 256 x 64 tiles, laid out as kM192N128 (each warpgroup 192 x 128: 192
-//              accumulators a thread), for the tall tails only (Sm90RowPart::kTail): the 128 x 256
-//              tile's wgmma width, where kM192N128's 64-wide wgmmas cost it nearly a 128 x 256 tile's
-//              time for 3/4 of the MMAs (docs/perf-notes.md steps 41, 43). No tail split (its partial
-//              does not fit a slot); its plain epilogue stores through one shared-memory stage.
+//              accumulators a thread), with m64n128 wgmmas where kM192N128 issues m64n64 ones (which
+//              cost it nearly a 128 x 256 tile's time for 3/4 of the MMAs, docs/perf-notes.md steps
+//              41, 43). The stages run it for the tall tails only (gemm1.tall_tail / gemm2.tall_tail
+//              = wide; it is not a gemm tile knob value); it runs any GEMM as the others do. No tail
+//              split (its partial does not fit a slot); its plain epilogue stores through one
+//              shared-memory stage.
 enum class Sm90Tile : uint8_t { kM128N256C1x1, kM128N256C1x2, kM64N128C1x1, kM64N128C1x2, kM128N128C1x1, kM192N128C1x1, kM192N256C1x1 };
 inline constexpr Sm90Tile kSm90TileList[] = {Sm90Tile::kM128N256C1x1, Sm90Tile::kM128N256C1x2, Sm90Tile::kM64N128C1x1,
                                              Sm90Tile::kM64N128C1x2, Sm90Tile::kM128N128C1x1, Sm90Tile::kM192N128C1x1,
@@ -218,8 +220,9 @@ struct Sm90GemmArgs {
 
 // The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the
 // heads on a.tile with a.scratch, the tall tails on `tail_tile` (a 192-row tile: sm90_is_tail_tile)
-// with `tail_scratch` (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one kernel. With `beside`
-// (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else after them. Every
+// with `tail_scratch` (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one
+// kernel. With `beside` (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else
+// after them. Every
 // routed row is written once. `a` must not be part of an overlapped pair (a.overlap kNone) nor a
 // part already (a.row_part kAll), and must run its own setup and GEMM.
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
