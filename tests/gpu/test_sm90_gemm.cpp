@@ -754,7 +754,7 @@ TEST(Sm90GroupedGemm, TileOrderReachesTheScheduler) {
 uint64_t expected_tail_ctas(Sm90Tile tile, const std::vector<int64_t>& counts, int64_t n, int64_t k,
                             cuda::moe::Sm90TailSplit mode) {
   const bool tall = tile == Sm90Tile::kM192N128C1x1, wide = tile == Sm90Tile::kM128N256C1x1;
-  const int64_t tile_m = tall ? 192 : 128, tile_n = wide ? 256 : 128, tile_k = tall || wide ? 64 : 128;
+  const int64_t tile_m = tile_rows(tile), tile_n = wide ? 256 : 128, tile_k = tall || wide ? 64 : 128;
   uint64_t tiles = 0;
   for (int64_t c : counts) tiles += static_cast<uint64_t>((c + tile_m - 1) / tile_m * ((n + tile_n - 1) / tile_n));
   const uint64_t grid = static_cast<uint64_t>(sm_count()), k_tiles = static_cast<uint64_t>((k + tile_k - 1) / tile_k);
