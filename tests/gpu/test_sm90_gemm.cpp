@@ -198,8 +198,7 @@ struct Case {
   bool relaunch = false;
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on tail_tile
-  bool beside = false;  // the second part launched beside the first (PDL)
-  bool tails_first = false;  // the tails launched first, the heads after them
+  bool beside = false;  // the tails launched beside the heads (PDL)
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
@@ -228,10 +227,9 @@ int64_t tile_rows(Sm90Tile t) {
 }
 
 // The label of a two-part launch.
-std::string parts_label(bool parts, bool beside, bool tails_first, Sm90Tile tail_tile) {
+std::string parts_label(bool parts, bool beside, Sm90Tile tail_tile) {
   if (!parts) return "";
-  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) +
-         (tails_first ? ", first)" : ")");
+  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) + ")";
 }
 
 // Every tile has both configurations (the plain TMA-store epilogue and the gated one).
@@ -329,7 +327,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           parts_label(c.parts, c.beside, c.tails_first, c.tail_tile) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -352,7 +350,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, c.tails_first, stream)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -432,7 +430,7 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
     args.tile = Sm90Tile::kM128N256C1x1;
     args.row_part = part;
     args.overlap = overlap;
-    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_tile, nullptr, 0, false, false, nullptr);
+    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, tail_tile, nullptr, 0, false, nullptr);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.to_string().find(says), std::string::npos) << s.to_string();
   };
@@ -477,7 +475,6 @@ struct GatedCase {
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts)
   bool beside = false;
-  bool tails_first = false;
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
@@ -485,7 +482,7 @@ struct GatedCase {
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") +
-                           parts_label(c.parts, c.beside, c.tails_first, c.tail_tile) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
@@ -537,7 +534,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, c.tails_first, stream)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -601,8 +598,7 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
 // warpgroup's rows (tall tails of 129, 191, 192 rows, after a head at 257 and 320, none at 193 and
 // 255), under both orders and the tail split, the parts in order and (with the automatic order)
 // beside each other, the tails on 192 x 128 after every head tile and on 192 x 256 after 128 x 256;
-// and random counts around 128 and 256 rows an expert, both ways, on both tail tiles, the tails
-// launched after the heads and before them.
+// and random counts around 128 and 256 rows an expert, both ways, on both tail tiles.
 TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
@@ -635,21 +631,18 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     std::vector<int64_t> around;
     for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
     for (Sm90Tile tail_tile : {Sm90Tile::kM192N128C1x1, Sm90Tile::kM192N256C1x1})
-      for (bool beside : {false, true})
-        for (bool tails_first : {false, true}) {
-          Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
-          c.parts = true;
-          c.beside = beside;
-          c.tails_first = tails_first;
-          c.tail_tile = tail_tile;
-          run_case(c);
-          GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
-          gc.parts = true;
-          gc.beside = beside;
-          gc.tails_first = tails_first;
-          gc.tail_tile = tail_tile;
-          run_gated_case(gc);
-        }
+      for (bool beside : {false, true}) {
+        Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+        c.parts = true;
+        c.beside = beside;
+        c.tail_tile = tail_tile;
+        run_case(c);
+        GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+        gc.parts = true;
+        gc.beside = beside;
+        gc.tail_tile = tail_tile;
+        run_gated_case(gc);
+      }
   }
 }
 

@@ -106,7 +106,7 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
 }
 
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
-                                         bool beside, bool tails_first, void* stream) {
+                                         bool beside, void* stream) {
   if (a.overlap != Sm90Overlap::kNone || a.row_part != Sm90RowPart::kAll || a.setup_job != nullptr || !a.run_setup || !a.run_gemm)
     return Status::InvalidArgument("sm90 grouped GEMM in parts: the whole GEMM's arguments (overlap none, row_part all, "
                                    "its own setup and GEMM), not a part's or a pair's");
@@ -119,10 +119,8 @@ Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_ti
   tail.tile = tail_tile;
   tail.scratch = tail_scratch;
   tail.scratch_bytes = tail_scratch_bytes;
-  Sm90GemmArgs& first = tails_first ? tail : head;
-  Sm90GemmArgs& second = tails_first ? head : tail;
-  first.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
-  second.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
+  head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
+  tail.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
   // Each part writes its setup job (its arguments checked, the head's tile among them); one kernel
   // runs both; then the two GEMMs.
   Sm90SetupJob jobs[2];
@@ -133,7 +131,7 @@ Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_ti
   MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(tail, stream));
   if (a.max_rows == 0) return Status::Ok();  // neither wrote a job: nothing to run
   MOEKIT_RETURN_IF_ERROR(launch_sm90_setups(jobs, 2, beside, stream));
-  for (Sm90GemmArgs* part : {&first, &second}) {
+  for (Sm90GemmArgs* part : {&head, &tail}) {
     part->setup_job = nullptr;
     part->run_setup = false;
     part->run_gemm = true;

@@ -96,13 +96,12 @@ inline constexpr size_t sm90_claim_words_offset(int experts) {
 //   kSecond  gemm2 of a pair: no setup (gemm1's stage ran it, two launches back), the GEMM launched
 //            with PDL; each CTA streams the weights of its first stages, then waits for gemm1, then
 //            loads A.
-//   kBeside  the second launch of a GEMM in two parts (Sm90RowPart: the tails after the heads, or
-//            the heads after the tails), after the first part launched as kFirst: launched with
-//            PDL, so its CTAs take the SMs the first part's last round leaves; it loads at once
-//            (its rows and setup were complete before the first part let it launch, and that part
-//            writes none of them), and every thread waits for the first part as it exits, so that
-//            this launch completes after the first part does and the kernel after it finds both
-//            parts' rows.
+//   kBeside  the tall-tail launch of a GEMM in two parts (Sm90RowPart::kTail), after its head
+//            launched as kFirst: launched with PDL, so its CTAs take the SMs the head's last round
+//            leaves; it loads at once (its rows and setup were complete before the head let it
+//            launch, and the head writes none of them), and every thread waits for the head as it
+//            exits, so that this launch completes after the head does and the kernel after it
+//            finds both parts' rows.
 enum class Sm90Overlap : uint8_t { kNone, kFirst, kSecond, kBeside };
 
 // Which rows of each expert a launch takes (docs/perf-notes.md step 41): all of them (kAll), or one
@@ -222,14 +221,12 @@ struct Sm90GemmArgs {
 // The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the
 // heads on a.tile with a.scratch, the tall tails on `tail_tile` (a 192-row tile: sm90_is_tail_tile)
 // with `tail_scratch` (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one
-// kernel. The heads launch first, or the tails with `tails_first` (docs/perf-notes.md step 44: the
-// 1.5-sized tail tiles before the heads rather than in the last rounds). With `beside` (PDL) the
-// second part launches beside the first (Sm90Overlap::kFirst, kBeside: its CTAs take the SMs the
-// first part's last round leaves), else after it. Every routed row is written once. `a` must not be
-// part of an overlapped pair (a.overlap kNone) nor a part already (a.row_part kAll), and must run
-// its own setup and GEMM.
+// kernel. With `beside` (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else
+// after them. Every
+// routed row is written once. `a` must not be part of an overlapped pair (a.overlap kNone) nor a
+// part already (a.row_part kAll), and must run its own setup and GEMM.
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
-                                         bool beside, bool tails_first, void* stream);
+                                         bool beside, void* stream);
 
 // Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most
 // kSm90SplitFlags): the flags, then a partial tile (128 KB) a CTA.

@@ -103,9 +103,8 @@ __host__ __device__ constexpr unsigned long long order_word(uint32_t lookahead, 
 // it touches global memory (its constructor reads the group shapes). So its first base is where gemm1
 // of an overlapped pair (Sm90Overlap::kFirst, launched with PDL) waits for the setup kernels just
 // before it and then lets gemm2 launch: gemm2's CTAs take each SM as gemm1's CTA on it exits.
-// The second part of a GEMM in two parts, launched beside the first (Sm90Overlap::kBeside), waits for
-// the first at the other end: the scheduler lives until the kernel's last statement, so its
-// destructor is each thread's exit.
+// The tall-tail launch beside it (Sm90Overlap::kBeside) waits for the head at the other end: the
+// scheduler lives until the kernel's last statement, so its destructor is each thread's exit.
 struct OverlapEntry {
   OverlapEntry() = default;
   CUTLASS_DEVICE explicit OverlapEntry(int overlap) : wait_at_exit_(overlap == static_cast<int>(Sm90Overlap::kBeside)) {
