@@ -285,11 +285,11 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 
 // The heuristic's tall tails (moe_launch.h kSm90TallTailMinRows etc., docs/perf-notes.md steps 42,
 // 43): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`), from
-// 112 to 256 rows an expected expert when its expert
-// weight holds 6M to 48M elements (GPT-OSS-120B's 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M),
-// not for Qwen3-30B-A3B's (1.6M, 3.1M) nor Mixtral-8x7B's (59M, 117M); where the GEMM is on another
-// tile (GPT-OSS gemm1 from 136 rows, its gemm2 from 144: the 192-row tile) the knob stays off. Each
-// end of the rows window is checked on both sides.
+// 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
+// 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M) nor
+// Mixtral-8x7B's (59M, 117M); where the GEMM is on another tile (GPT-OSS gemm1 from 136 rows, its
+// gemm2 from 144: the 192-row tile) the knob stays off. Each end of the rows window is checked on
+// both sides.
 TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0) {
