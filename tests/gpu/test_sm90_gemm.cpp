@@ -199,7 +199,6 @@ struct Case {
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on tail_tile
   bool beside = false;  // the tails launched beside the heads (PDL)
-  bool whole_tails = false;  // Sm90GemmArgs::whole_tails: tails only for the experts they hold whole
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
@@ -228,10 +227,9 @@ int64_t tile_rows(Sm90Tile t) {
 }
 
 // The label of a two-part launch.
-std::string parts_label(bool parts, bool beside, bool whole_tails, Sm90Tile tail_tile) {
+std::string parts_label(bool parts, bool beside, Sm90Tile tail_tile) {
   if (!parts) return "";
-  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) +
-         (whole_tails ? ", whole experts only)" : ")");
+  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) + ")";
 }
 
 // Every tile has both configurations (the plain TMA-store epilogue and the gated one).
@@ -329,7 +327,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           parts_label(c.parts, c.beside, c.whole_tails, c.tail_tile) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -349,7 +347,6 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   }
 
   Sm90GemmArgs args = g.args(out16 ? c.type : Elem::kF32);
-  args.whole_tails = c.whole_tails;
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   const Status st =
@@ -444,18 +441,13 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
 }
 
 // The rule that splits an expert's rows between the two parts (sm90_tall_tail_rows): the last two
-// 128-row M tiles as one tall tail of 129-192 rows when the last holds at most 64, or (whole_only) for
-// experts of 129-192 rows only; host arithmetic.
+// 128-row M tiles as one tall tail of 129-192 rows when the last holds at most 64; host arithmetic.
 TEST(Sm90GroupedGemm, TallTailRule) {
   using cuda::moe::sm90_tall_tail_rows;
   const std::pair<int64_t, int64_t> cases[] = {{0, 0},     {1, 0},     {64, 0},    {128, 0},   {129, 129}, {160, 160},
                                                {192, 192}, {193, 0},   {256, 0},   {257, 129}, {320, 192}, {321, 0},
                                                {384, 0},   {385, 129}, {1088, 192}, {1089, 0}};
-  for (const auto& [rows, tail] : cases) {
-    EXPECT_EQ(sm90_tall_tail_rows(rows), tail) << rows << " rows";
-    // Whole experts only: the same where the tail is the whole expert, none where it would split one.
-    EXPECT_EQ(sm90_tall_tail_rows(rows, true), tail == rows ? tail : 0) << rows << " rows, whole only";
-  }
+  for (const auto& [rows, tail] : cases) EXPECT_EQ(sm90_tall_tail_rows(rows), tail) << rows << " rows";
   // The head is whole 128-row tiles wherever there is a tail.
   for (int64_t rows = 0; rows < 2000; ++rows) {
     const int64_t tail = sm90_tall_tail_rows(rows);
@@ -483,7 +475,6 @@ struct GatedCase {
   cuda::moe::Sm90TailSplit tail = cuda::moe::Sm90TailSplit::kOff;  // Sm90GemmArgs::tail_split
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts)
   bool beside = false;
-  bool whole_tails = false;
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
 };
 
@@ -491,7 +482,7 @@ struct GatedCase {
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") +
-                           parts_label(c.parts, c.beside, c.whole_tails, c.tail_tile) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
@@ -538,7 +529,6 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   args.bias_type = Elem::kF32;
   args.tile_order = c.order;
   args.tail_split = c.tail;
-  args.whole_tails = c.whole_tails;
   const DeviceBytes tail_scratch(c.parts ? scratch_bytes : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
@@ -608,8 +598,7 @@ TEST(Sm90GroupedGemm, LastTileRowsAroundEachWarpgroup) {
 // warpgroup's rows (tall tails of 129, 191, 192 rows, after a head at 257 and 320, none at 193 and
 // 255), under both orders and the tail split, the parts in order and (with the automatic order)
 // beside each other, the tails on 192 x 128 after every head tile and on 192 x 256 after 128 x 256;
-// and random counts around 128 and 256 rows an expert, both ways, on both tail tiles, and on 192 x 256
-// with tails for whole experts only (Sm90GemmArgs::whole_tails: around 256 rows every expert all head).
+// and random counts around 128 and 256 rows an expert, both ways, on both tail tiles.
 TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
   MOEKIT_REQUIRE_SM90();
   const auto counts = counts_around_warpgroup_rows();
@@ -635,21 +624,6 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
       gc.tail_tile = tail_tile;
       run_gated_case(gc);
     }
-  // Tails for whole experts only: those of 129, 191 and 192 rows; the experts of 257 and 320 rows all head.
-  for (bool beside : {false, true}) {
-    Case c{Elem::kBF16, experts, rows, 520, 264, Sm90Tile::kM128N256C1x1, counts, Sm90TileOrder::kAuto};
-    c.parts = true;
-    c.beside = beside;
-    c.whole_tails = true;
-    c.tail_tile = Sm90Tile::kM192N256C1x1;
-    run_case(c);
-    GatedCase gc{Elem::kBF16, experts, rows, 520, 264, Sm90Tile::kM128N256C1x1, Activation::kSwiGLU, true, counts, Sm90TileOrder::kAuto};
-    gc.parts = true;
-    gc.beside = beside;
-    gc.whole_tails = true;
-    gc.tail_tile = Sm90Tile::kM192N256C1x1;
-    run_gated_case(gc);
-  }
   // GPT-OSS-like: 16 experts of about 128 rows, and of about 256 (half of them with a tall tail).
   for (int64_t rows_per_expert : {128, 256}) {
     std::mt19937_64 rng(77 + rows_per_expert);
@@ -657,22 +631,18 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     std::vector<int64_t> around;
     for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
     for (Sm90Tile tail_tile : {Sm90Tile::kM192N128C1x1, Sm90Tile::kM192N256C1x1})
-      for (bool beside : {false, true})
-        for (bool whole_tails : {false, true}) {
-          if (whole_tails && tail_tile != Sm90Tile::kM192N256C1x1) continue;
-          Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
-          c.parts = true;
-          c.beside = beside;
-          c.whole_tails = whole_tails;
-          c.tail_tile = tail_tile;
-          run_case(c);
-          GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
-          gc.parts = true;
-          gc.beside = beside;
-          gc.whole_tails = whole_tails;
-          gc.tail_tile = tail_tile;
-          run_gated_case(gc);
-        }
+      for (bool beside : {false, true}) {
+        Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+        c.parts = true;
+        c.beside = beside;
+        c.tail_tile = tail_tile;
+        run_case(c);
+        GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+        gc.parts = true;
+        gc.beside = beside;
+        gc.tail_tile = tail_tile;
+        run_gated_case(gc);
+      }
   }
 }
 

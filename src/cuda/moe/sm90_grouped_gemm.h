@@ -129,12 +129,9 @@ inline constexpr int64_t kSm90TallTailMaxLastRows = 64;
 #define MOEKIT_SM90_HD
 #endif
 // The tall tail's rows of an expert of `rows` rows (0 when it has none; the head is the rest), the
-// one rule both launches' setups and the tests use. With `whole_only` only an expert the tail holds
-// whole (129-192 rows) has one: the parts never split an expert between the two launches, which
-// would read its weights twice (docs/perf-notes.md step 44 e).
-MOEKIT_SM90_HD constexpr int64_t sm90_tall_tail_rows(int64_t rows, bool whole_only = false) {
+// one rule both launches' setups and the tests use.
+MOEKIT_SM90_HD constexpr int64_t sm90_tall_tail_rows(int64_t rows) {
   if (rows <= kSm90HeadTileRows) return 0;
-  if (whole_only && rows > kSm90HeadTileRows + kSm90TallTailMaxLastRows) return 0;
   const int64_t last = rows - (rows - 1) / kSm90HeadTileRows * kSm90HeadTileRows;  // 1..128
   return last <= kSm90TallTailMaxLastRows ? kSm90HeadTileRows + last : 0;
 }
@@ -176,7 +173,6 @@ struct Sm90SetupJob {
   // zeroes the flags), 0 for no split.
   unsigned long long split = 0;
   Sm90RowPart part = Sm90RowPart::kAll;  // which rows of each expert (Sm90RowPart)
-  bool whole_tails = false;  // the parts' rule: sm90_tall_tail_rows's whole_only
 };
 
 // Runs `count` (1 or 2) setup jobs as one kernel, on `stream`; with `pdl` launched with programmatic
@@ -220,8 +216,6 @@ struct Sm90GemmArgs {
   // Which rows of each expert this launch takes (Sm90RowPart): kHead on a 128-row tile, kTail on a
   // 192-row one; the two launches of a pair together write every routed row once.
   Sm90RowPart row_part = Sm90RowPart::kAll;
-  // With row_part: tails only for the experts they hold whole (sm90_tall_tail_rows's whole_only).
-  bool whole_tails = false;
 };
 
 // The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the

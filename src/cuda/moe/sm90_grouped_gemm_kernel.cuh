@@ -819,7 +819,6 @@ Sm90SetupJob setup_job(const Sm90GemmArgs& a, const ScratchLayout& lay) {
   j.stride_d = reinterpret_cast<int64_t*>(base + lay.stride_d);
   j.order = claimed_order_word<Cfg>(a.tile_order);
   j.part = a.row_part;
-  j.whole_tails = a.whole_tails;
   // The tail split runs on the cooperative tiles without a cluster (its pieces are whole-CTA work)
   // whose partial fits a slot (every library tile; not the experiments' 192 x 256).
   constexpr bool tile_fits_split_slot =

@@ -37,7 +37,7 @@ __global__ void sm90_setup_kernel(Sm90SetupJob first, Sm90SetupJob second) {
   int64_t end = min(max(j.offsets[e + 1], begin), j.max_rows);
   // A part of the rows (Sm90RowPart): the head ends where the tall tail begins.
   if (j.part != Sm90RowPart::kAll) {
-    const int64_t tail_begin = end - sm90_tall_tail_rows(end - begin, j.whole_tails);
+    const int64_t tail_begin = end - sm90_tall_tail_rows(end - begin);
     if (j.part == Sm90RowPart::kHead)
       end = tail_begin;
     else
