@@ -237,11 +237,11 @@ TEST(MoeCuda, TallTileGivesTheSameLayer) {
 }
 
 // Both GEMMs in two parts (gemm1.tall_tail, gemm2.tall_tail: each expert's tall tail on the 192 x 128
-// tile (on) or the 192 x 256 one (wide, and wide_shared: on a shared grid), the rest on the 128 x 256
-// tile, docs/perf-notes.md steps 41, 43, 45) against the float64 reference, at the cases of
-// TallTileGivesTheSameLayer (T = 1000 and 2000 put the experts around 128 and 256 rows, where about
-// half have a tall tail), and to the bit the layer of the 128 x 256 tile alone: every output is one
-// tile's, over the same k order, whichever tile height holds its row.
+// tile (on) or the 192 x 256 one (wide), the rest on the 128 x 256 tile, docs/perf-notes.md steps 41,
+// 43) against the float64 reference, at the cases of TallTileGivesTheSameLayer (T = 1000 and 2000 put
+// the experts around 128 and 256 rows, where about half have a tall tail), and to the bit the layer
+// of the 128 x 256 tile alone: every output is one tile's, over the same k order, whichever tile
+// height holds its row.
 TEST(MoeCuda, TallTailsGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
@@ -249,7 +249,7 @@ TEST(MoeCuda, TallTailsGiveTheSameLayer) {
     c.fusions.whole_layer = Switch::kOff;
     c.choice.knobs = {{"gemm1.tile", "sm90_m128n256k64_c1x1"}, {"gemm2.tile", "sm90_m128n256k64_c1x1"}};
     const Outcome whole = run_case(c, 91);
-    for (const char* tail : {"on", "wide", "wide_shared"}) {
+    for (const char* tail : {"on", "wide"}) {
       c.choice.knobs["gemm1.tall_tail"] = tail;
       c.choice.knobs["gemm2.tall_tail"] = tail;
       const Outcome parts = run_case(c, 91);

@@ -200,7 +200,6 @@ struct Case {
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts): the heads on `tile`, the tails on tail_tile
   bool beside = false;  // the tails launched beside the heads (PDL)
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
-  int tail_sms = 0;  // beside: the tail launch's CTAs on a shared grid (0: the SMs the heads leave)
 };
 
 std::string tile_label(Sm90Tile t) {
@@ -228,10 +227,9 @@ int64_t tile_rows(Sm90Tile t) {
 }
 
 // The label of a two-part launch.
-std::string parts_label(bool parts, bool beside, Sm90Tile tail_tile, int tail_sms) {
+std::string parts_label(bool parts, bool beside, Sm90Tile tail_tile) {
   if (!parts) return "";
-  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) +
-         (tail_sms > 0 ? ", " + std::to_string(tail_sms) + " SMs of a shared grid" : std::string()) + ")";
+  return std::string(beside ? " in parts beside" : " in parts") + " (tails on " + tile_label(tail_tile) + ")";
 }
 
 // Every tile has both configurations (the plain TMA-store epilogue and the gated one).
@@ -329,7 +327,7 @@ struct CaseOperands {
 void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims = nullptr,
               std::vector<uint16_t>* out16 = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16" : " f16") +
-                           parts_label(c.parts, c.beside, c.tail_tile, c.tail_sms) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                             " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(1234 + c.experts * 7919 + c.rows);
@@ -352,7 +350,7 @@ void run_case(const Case& c, std::vector<float>* out = nullptr, uint64_t* claims
   const DeviceBytes tail_scratch(c.parts ? g.scratch.bytes() : 0);
   if (c.parts) ASSERT_TRUE(tail_scratch.p);
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream, c.tail_sms)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -440,58 +438,6 @@ TEST(Sm90GroupedGemm, RejectsBadArguments) {
   refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kSecond, Sm90Tile::kM192N256C1x1, "not a part's or a pair's");
   refused_in_parts(cuda::moe::Sm90RowPart::kAll, cuda::moe::Sm90Overlap::kNone, Sm90Tile::kM128N256C1x1,
                    "tail_tile=0 is not a 192-row tile");
-  // A shared grid: beside only, and each part at least one CTA.
-  auto refused_grid = [&](bool beside, int tail_sms, const std::string& says) {
-    args.row_part = cuda::moe::Sm90RowPart::kAll;
-    args.overlap = cuda::moe::Sm90Overlap::kNone;
-    const Status s = cuda::moe::launch_sm90_grouped_gemm_in_parts(args, Sm90Tile::kM192N256C1x1, nullptr, 0, beside, nullptr, tail_sms);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-    EXPECT_NE(s.to_string().find(says), std::string::npos) << s.to_string();
-  };
-  refused_grid(false, 5, "tail_sms=5 (sm_count=132, beside=false)");
-  refused_grid(true, 132, "tail_sms=132 (sm_count=132, beside=true)");
-  refused_grid(true, -1, "tail_sms=-1 (sm_count=132, beside=true)");
-}
-
-// The tail launch's share of a shared grid (sm90_shared_tail_sms), host arithmetic: none without
-// tails or on tiles that cannot be parts; every tail where (almost) every expert is all tail; and
-// between, the parts' rounds as even as whole tiles allow.
-TEST(Sm90GroupedGemm, SharedGridSplitsTheSmsByWork) {
-  using cuda::moe::sm90_shared_tail_sms;
-  const Sm90Tile head = Sm90Tile::kM128N256C1x1, tail = Sm90Tile::kM192N256C1x1;
-  EXPECT_EQ(sm90_shared_tail_sms(64, 128, 1536, head, tail, 132), 0) << "64 rows an expert: no tails";
-  EXPECT_EQ(sm90_shared_tail_sms(0, 128, 1536, head, tail, 132), 0);
-  EXPECT_EQ(sm90_shared_tail_sms(272, 128, 1536, Sm90Tile::kM64N128C1x1, tail, 132), 0) << "not a head tile";
-  EXPECT_EQ(sm90_shared_tail_sms(272, 128, 1536, head, Sm90Tile::kM128N128C1x1, 132), 0) << "not a tail tile";
-  EXPECT_EQ(sm90_shared_tail_sms(272, 128, 1536, head, tail, 1), 0) << "one SM cannot be shared";
-  // At 160 rows an expert almost every expert is all tail, so nearly every SM is the tails'.
-  const int all_tail = sm90_shared_tail_sms(160, 128, 1536, head, tail, 132);
-  EXPECT_GE(all_tail, 120);
-  EXPECT_LE(all_tail, 131);
-  // At 272 rows about 8 in 10 experts are split (a head tile and a tail of 1.5 head tiles), the rest
-  // two or three head tiles: about half the work, and half the SMs, is the tails'. Check the split
-  // against the expected tiles worked out here by summing Poisson(272) directly.
-  double heads = 0, tails = 0, mass = 0;
-  for (int r = 150; r <= 420; ++r) {
-    const double w = std::exp(r * std::log(272.0) - 272.0 - std::lgamma(r + 1.0));
-    const int64_t t = cuda::moe::sm90_tall_tail_rows(r);
-    mass += w;
-    heads += w * static_cast<double>((r - t + 127) / 128);
-    tails += w * (t > 0);
-  }
-  heads *= 128 * 6 / mass;  // 128 experts, 1536 / 256 = 6 N tiles
-  tails *= 128 * 6 / mass;
-  const int g = sm90_shared_tail_sms(272, 128, 1536, head, tail, 132);
-  ASSERT_GT(g, 0);
-  ASSERT_LT(g, 132);
-  const double head_rounds = std::ceil(heads / (132 - g)), tail_rounds = 1.5 * std::ceil(tails / g);
-  EXPECT_NEAR(1.5 * tails / (heads + 1.5 * tails), 0.5, 0.1) << "tiles expected: heads " << heads << ", tails " << tails;
-  // One SM more or fewer for the tails must not end both parts sooner.
-  for (int other : {g - 1, g + 1})
-    EXPECT_GE(std::max(std::ceil(heads / (132 - other)), 1.5 * std::ceil(tails / other)), std::max(head_rounds, tail_rounds))
-        << "tail_sms " << other << " against " << g;
-  EXPECT_GT(g, 50);
-  EXPECT_LT(g, 100);
 }
 
 // The rule that splits an expert's rows between the two parts (sm90_tall_tail_rows): the last two
@@ -530,14 +476,13 @@ struct GatedCase {
   bool parts = false;  // in two parts (launch_sm90_grouped_gemm_in_parts)
   bool beside = false;
   Sm90Tile tail_tile = Sm90Tile::kM192N128C1x1;
-  int tail_sms = 0;
 };
 
 // Checks the output against the float64 reference; `out` (if given) gets the output's bits.
 void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   const std::string what = tile_label(c.tile) + order_label(c.order) + (c.type == Elem::kBF16 ? " bf16 " : " f16 ") +
                            std::string(activation_name(c.act)) + (c.bias ? " bias" : "") +
-                           parts_label(c.parts, c.beside, c.tail_tile, c.tail_sms) + " E=" + std::to_string(c.experts) +
+                           parts_label(c.parts, c.beside, c.tail_tile) + " E=" + std::to_string(c.experts) +
                            " R=" + std::to_string(c.rows) + " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k);
   SCOPED_TRACE(what);
   std::mt19937_64 rng(4321 + c.experts * 7919 + c.rows + c.n);
@@ -589,7 +534,7 @@ void run_gated_case(const GatedCase& c, std::vector<uint16_t>* out = nullptr) {
   cudaStream_t stream;  // PDL (the parts beside each other) on a stream of its own, as the stages run it
   MOEKIT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const Status st =
-      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream, c.tail_sms)
+      c.parts ? cuda::moe::launch_sm90_grouped_gemm_in_parts(args, c.tail_tile, tail_scratch.p, tail_scratch.bytes(), c.beside, stream)
               : cuda::moe::launch_sm90_grouped_gemm(args, stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   MOEKIT_ASSERT_CUDA(cudaStreamSynchronize(stream));
@@ -686,22 +631,18 @@ TEST(Sm90GroupedGemm, TwoPartsCoverEveryRow) {
     std::vector<int64_t> around;
     for (int e = 0; e < 16; ++e) around.push_back(std::max<int64_t>(0, std::llround(spread(rng))));
     for (Sm90Tile tail_tile : {Sm90Tile::kM192N128C1x1, Sm90Tile::kM192N256C1x1})
-      for (bool beside : {false, true})
-        // Beside, on a shared grid too: the tails on one SM, on a share, on all but one.
-        for (int tail_sms : beside ? std::vector<int>{0, 1, 37, sm_count() - 1} : std::vector<int>{0}) {
-          Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
-          c.parts = true;
-          c.beside = beside;
-          c.tail_tile = tail_tile;
-          c.tail_sms = tail_sms;
-          run_case(c);
-          GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
-          gc.parts = true;
-          gc.beside = beside;
-          gc.tail_tile = tail_tile;
-          gc.tail_sms = tail_sms;
-          run_gated_case(gc);
-        }
+      for (bool beside : {false, true}) {
+        Case c{Elem::kF16, 16, total_of(around), 2888, 712, Sm90Tile::kM128N256C1x1, around};
+        c.parts = true;
+        c.beside = beside;
+        c.tail_tile = tail_tile;
+        run_case(c);
+        GatedCase gc{Elem::kBF16, 16, total_of(around), 2880, 712, Sm90Tile::kM128N256C1x1, Activation::kSwiGLUClamped, true, around};
+        gc.parts = true;
+        gc.beside = beside;
+        gc.tail_tile = tail_tile;
+        run_gated_case(gc);
+      }
   }
 }
 

@@ -72,7 +72,7 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   for (const Sm90Knob& knob : {Sm90Knob{"gemm1.split", "gemm2.split", {}},
                                Sm90Knob{"gemm1.order", "gemm2.order", {"auto", "fixed", "claimed"}},
                                Sm90Knob{"gemm1.tail", "gemm2.tail", {"auto", "off"}},
-                               Sm90Knob{"gemm1.tall_tail", "gemm2.tall_tail", {"off", "on", "wide", "wide_shared"}, "off"}})
+                               Sm90Knob{"gemm1.tall_tail", "gemm2.tall_tail", {"off", "on", "wide"}, "off"}})
     for (const char* name : {knob.gemm1, knob.gemm2}) {
       const KnobSpec* k = find(gpu_space, name);
       if (!sm90_build) {

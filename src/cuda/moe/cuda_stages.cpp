@@ -522,11 +522,10 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
     // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only, on by
     // default (wide) where heuristic_tall_tail measured faster. `on` runs the tails on the 192 x 128
-    // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43), `wide_shared` as wide with the
-    // two launches sharing the grid from the start (sm90_shared_tail_sms; step 45).
+    // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
       const bool tall_tail = heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first));
-      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide", "wide_shared"}, tall_tail ? "wide" : "off", stage});
+      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});
     }
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
@@ -652,38 +651,26 @@ Result<Sm90GemmArgs> sm90_args(const StageContext& c, const GemmArgs& g, void* d
 }
 
 #if MOEKIT_HAS_SM90_GEMM
-// How a GEMM in two parts runs its experts' tall tails: on which 192-row tile, and whether the
-// two launches share the grid from the start (launch_sm90_grouped_gemm_in_parts's tail_sms).
-struct TallTails {
-  Sm90Tile tile;
-  bool shared_grid;
-};
-
-// The tall tails of this GEMM, if it runs in two parts (Sm90RowPart, sm90_grouped_gemm.h;
-// docs/perf-notes.md steps 41, 43, 45): the knob gemm1.tall_tail / gemm2.tall_tail on (192 x 128),
-// wide (192 x 256) or wide_shared (192 x 256 on a shared grid), the plan's tile (`tile`) one of 128
-// rows, some rows, and not an overlapped pair's GEMM (whose setups and launches are the pair's).
-// Elsewhere the knob changes nothing (nullopt: one launch).
-std::optional<TallTails> sm90_tall_tail(const StageContext& c, bool first, Sm90Tile tile) {
+// The 192-row tile this GEMM runs its experts' tall tails on, if it runs in two parts (Sm90RowPart,
+// sm90_grouped_gemm.h; docs/perf-notes.md steps 41, 43): the knob gemm1.tall_tail / gemm2.tall_tail
+// on (192 x 128) or wide (192 x 256), the plan's tile (`tile`) one of 128 rows, some rows, and not
+// an overlapped pair's GEMM (whose setups and launches are the pair's). Elsewhere the knob changes
+// nothing (nullopt: one launch).
+std::optional<Sm90Tile> sm90_tall_tail(const StageContext& c, bool first, Sm90Tile tile) {
   const std::string_view v = knob_value(c, first ? "gemm1.tall_tail" : "gemm2.tall_tail", "off");
-  if (v != "on" && v != "wide" && v != "wide_shared") return std::nullopt;
+  if (v != "on" && v != "wide") return std::nullopt;
   if (!sm90_is_head_tile(tile) || max_rows(c) == 0 || sm90_overlap(c)) return std::nullopt;
-  return TallTails{v == "on" ? Sm90Tile::kM192N128C1x1 : Sm90Tile::kM192N256C1x1, v == "wide_shared"};
+  return v == "wide" ? Sm90Tile::kM192N256C1x1 : Sm90Tile::kM192N128C1x1;
 }
 
-// The GEMM in two launches (launch_sm90_grouped_gemm_in_parts), the tall tails on their tile in the
+// The GEMM in two launches (launch_sm90_grouped_gemm_in_parts), the tall tails on `tail_tile` in the
 // other GEMM's scratch region: free, since the GEMMs of a layer run one after the other and no
 // overlapped pair runs beside the parts. With PDL the tails launch beside the heads (their CTAs take
-// the SMs the heads' last round leaves, docs/perf-notes.md step 41 d, or on a shared grid their
-// share of the SMs from the start, step 45); without it, after them (and the grid is not shared).
-Status sm90_tall_tail_gemm(const StageContext& c, const Sm90GemmArgs& a, TallTails tails, bool first) {
+// the SMs the heads' last round leaves, docs/perf-notes.md step 41 d); without it, after them.
+Status sm90_tall_tail_gemm(const StageContext& c, const Sm90GemmArgs& a, Sm90Tile tail_tile, bool first) {
   const auto region = static_cast<ptrdiff_t>(align256(a.scratch_bytes));
   void* tail_scratch = static_cast<unsigned char*>(a.scratch) + (first ? region : -region);
-  const bool beside = pdl_enabled();
-  const int tail_sms = tails.shared_grid && beside ? sm90_shared_tail_sms(rows_per_expected_expert(max_rows(c), expected_experts(c.problem)),
-                                                                          expected_experts(c.problem), a.n, a.tile, tails.tile, a.sm_count)
-                                                   : 0;
-  return launch_sm90_grouped_gemm_in_parts(a, tails.tile, tail_scratch, a.scratch_bytes, beside, stream_of(c), tail_sms);
+  return launch_sm90_grouped_gemm_in_parts(a, tail_tile, tail_scratch, a.scratch_bytes, pdl_enabled(), stream_of(c));
 }
 #endif
 
@@ -691,7 +678,7 @@ Status sm90_gemm(const StageContext& c, const GemmArgs& g, void* d, bool first, 
 #if MOEKIT_HAS_SM90_GEMM
   auto a = sm90_args(c, g, d, first, gated);
   if (!a.ok()) return a.status();
-  if (const auto tails = sm90_tall_tail(c, first, a->tile)) return sm90_tall_tail_gemm(c, *a, *tails, first);
+  if (const auto tail_tile = sm90_tall_tail(c, first, a->tile)) return sm90_tall_tail_gemm(c, *a, *tail_tile, first);
   if (!sm90_overlap(c)) return launch_sm90_grouped_gemm(*a, stream_of(c));
   if (!first) {  // set up by gemm1's stage
     a->overlap = Sm90Overlap::kSecond;

@@ -1,7 +1,6 @@
 // The sm_90a grouped GEMM's dispatcher: checks the arguments and sends them to the tile's CUTLASS
 // kernels (sm90_grouped_gemm_kernel.cuh, built once per tile by sm90_tile_instance.cu). Plain C++.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -107,22 +106,14 @@ Status launch_sm90_grouped_gemm(const Sm90GemmArgs& a, void* stream) {
 }
 
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
-                                         bool beside, void* stream, int tail_sms) {
+                                         bool beside, void* stream) {
   if (a.overlap != Sm90Overlap::kNone || a.row_part != Sm90RowPart::kAll || a.setup_job != nullptr || !a.run_setup || !a.run_gemm)
     return Status::InvalidArgument("sm90 grouped GEMM in parts: the whole GEMM's arguments (overlap none, row_part all, "
                                    "its own setup and GEMM), not a part's or a pair's");
   if (!sm90_is_tail_tile(tail_tile))
     return Status::InvalidArgument("sm90 grouped GEMM in parts: tail_tile=" + std::to_string(static_cast<int>(tail_tile)) +
                                    " is not a 192-row tile (kM192N128C1x1, kM192N256C1x1)");
-  if (tail_sms != 0 && (!beside || tail_sms < 0 || tail_sms >= a.sm_count))
-    return Status::InvalidArgument("sm90 grouped GEMM in parts: tail_sms=" + std::to_string(tail_sms) + " (sm_count=" +
-                                   std::to_string(a.sm_count) + ", beside=" + (beside ? "true" : "false") +
-                                   "): a shared grid needs the parts beside each other and 0 < tail_sms < sm_count");
   Sm90GemmArgs head = a, tail = a;
-  if (tail_sms > 0) {
-    head.sm_count = a.sm_count - tail_sms;
-    tail.sm_count = tail_sms;
-  }
   head.row_part = Sm90RowPart::kHead;
   tail.row_part = Sm90RowPart::kTail;
   tail.tile = tail_tile;
@@ -147,52 +138,6 @@ Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_ti
     MOEKIT_RETURN_IF_ERROR(launch_sm90_grouped_gemm(*part, stream));
   }
   return Status::Ok();
-}
-
-namespace {
-
-// A tile's M and N (the 128- and 192-row tiles only; 0 for the others).
-int64_t part_tile_m(Sm90Tile t) { return sm90_is_head_tile(t) ? kSm90HeadTileRows : sm90_is_tail_tile(t) ? 192 : 0; }
-int64_t part_tile_n(Sm90Tile t) { return t == Sm90Tile::kM128N128C1x1 || t == Sm90Tile::kM192N128C1x1 ? 128 : 256; }
-
-}  // namespace
-
-int sm90_shared_tail_sms(double rows_per_expert, int64_t experts, int64_t n, Sm90Tile head_tile, Sm90Tile tail_tile, int sm_count) {
-  if (!sm90_is_head_tile(head_tile) || !sm90_is_tail_tile(tail_tile) || sm_count < 2 || experts <= 0 || n <= 0 ||
-      !(rows_per_expert > 0))
-    return 0;
-  // Expected head and tail M tiles of one expert, over its rows r ~ Poisson(mean), mean +- 8 sd.
-  const double mean = rows_per_expert, sd = std::sqrt(mean);
-  const auto lo = static_cast<int64_t>(std::max(0.0, std::floor(mean - 8 * sd - 1)));
-  const auto hi = static_cast<int64_t>(std::ceil(mean + 8 * sd + 1));
-  double head = 0, tail = 0, mass = 0;
-  for (int64_t r = lo; r <= hi; ++r) {
-    const double w = std::exp(static_cast<double>(r) * std::log(mean) - mean - std::lgamma(static_cast<double>(r) + 1));
-    const int64_t t = sm90_tall_tail_rows(r);
-    mass += w;
-    head += w * static_cast<double>((r - t + kSm90HeadTileRows - 1) / kSm90HeadTileRows);
-    tail += w * (t > 0 ? 1.0 : 0.0);
-  }
-  if (!(mass > 0)) return 0;
-  const auto tiles = [&](double per_expert, Sm90Tile t) {
-    const int64_t tn = part_tile_n(t);
-    return per_expert / mass * static_cast<double>(experts) * static_cast<double>((n + tn - 1) / tn);
-  };
-  const double heads = tiles(head, head_tile), tails = tiles(tail, tail_tile);
-  if (tails < 1) return 0;
-  const double tail_cost = static_cast<double>(part_tile_m(tail_tile) * part_tile_n(tail_tile)) /
-                           static_cast<double>(part_tile_m(head_tile) * part_tile_n(head_tile));
-  // The split whose slower part ends first, in whole rounds of head tiles.
-  int best = 0;
-  double best_time = 0;
-  for (int g = 1; g < sm_count; ++g) {
-    const double time = std::max(std::ceil(heads / (sm_count - g)), tail_cost * std::ceil(tails / g));
-    if (best == 0 || time < best_time) {
-      best = g;
-      best_time = time;
-    }
-  }
-  return best;
 }
 
 }  // namespace moekit::cuda::moe

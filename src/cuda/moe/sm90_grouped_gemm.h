@@ -224,22 +224,8 @@ struct Sm90GemmArgs {
 // kernel. With `beside` (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else
 // after them. Every routed row is written once. `a` must not be part of an overlapped pair
 // (a.overlap kNone) nor a part already (a.row_part kAll), and must run its own setup and GEMM.
-// `tail_sms` (beside only) shares the grid between the parts from the start: 0, the tails take the
-// SMs the heads' last round leaves; 1 .. a.sm_count - 1, the heads run on a.sm_count - tail_sms CTAs
-// and the tails on tail_sms CTAs at once, so that an expert split between the parts (257-320 rows)
-// has its head and its tail tiles in flight at about the same time and reads its weight tiles from
-// DRAM once, through L2, rather than once a part (docs/perf-notes.md steps 44 f, 45).
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
-                                         bool beside, void* stream, int tail_sms = 0);
-
-// The tail launch's CTAs for a shared grid (launch_sm90_grouped_gemm_in_parts's tail_sms), from
-// the rows an expected expert: each expert's rows taken as Poisson(rows_per_expert) (uniform
-// routing's Bin(T, k/E) for E >> k), the expected head and tail tiles of `experts` such experts on
-// the two tiles (sm90_tall_tail_rows), a tail tile costing its MMAs in head tiles (192/128 times the
-// N widths' ratio), and the split that ends both parts soonest in whole rounds. 0 (no sharing) when
-// fewer than one tail tile is expected, or for a head tile that is not a 128-row one or a tail tile
-// that is not a 192-row one, or fewer than 2 SMs. Host arithmetic.
-int sm90_shared_tail_sms(double rows_per_expert, int64_t experts, int64_t n, Sm90Tile head_tile, Sm90Tile tail_tile, int sm_count);
+                                         bool beside, void* stream);
 
 // Bytes of the tail split's area in the scratch for a grid of `sm_count` CTAs (at most
 // kSm90SplitFlags): the flags, then a partial tile (128 KB) a CTA.
