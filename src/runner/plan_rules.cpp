@@ -60,6 +60,11 @@ Decision backend_supports_scheme(const RuleInput& in) {
   for (const auto& [name, v] : {std::pair{"hidden", in.problem.hidden}, std::pair{"intermediate", in.problem.intermediate}})
     if (v % kCudaRowMultiple != 0)
       return off(__func__, fmt::format("{}={} is not a multiple of {}: the CUDA backend reads rows 16 bytes at a time", name, v, kCudaRowMultiple));
+  // Hopper runs the sm_90a kernel (TMA loads, wgmma) for each GEMM whose plan tile is an sm90_* one;
+  // the other tiles, and every tile on other GPUs, are the mma.sync kernels.
+  if (cc == 90)
+    return on(__func__, fmt::format("quant=none, {} on sm_90: tensor-core grouped GEMMs (TMA + wgmma on the sm90_* tiles, "
+                                    "mma.sync on the others; the gemm tiles below say which)", dtype_name(act)));
   return on(__func__, fmt::format("quant=none, {} on sm_{}: tensor-core grouped GEMMs (mma.sync)", dtype_name(act), cc));
 }
 
