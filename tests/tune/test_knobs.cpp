@@ -233,7 +233,9 @@ TEST(Knobs, The64x128TileRunsUpTo63RowsForMixtralSizedExperts) {
 // activation, gate/up rows interleaved) from 136 to 176, from 144 to 168 for Mixtral-sized experts;
 // gemm2 from 144 to 168 whatever the layout; neither under DeepSeek-V3's routing (it concentrates the
 // rows; the tile stays a value of its knobs), nor gemm1 with concatenated gate/up rows (no gated
-// epilogue). Each end is checked on both sides.
+// epilogue). Since step 46 only experts under 6M elements (Qwen3-30B-A3B's) take it there; larger
+// ones (GPT-OSS-120B's, Mixtral-8x7B's) take 128 x 256 with wide tall tails (the next test). Each end
+// is checked on both sides.
 TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const std::string tall = "sm90_m192n128k64_c1x1", large = "sm90_m128n256k64_c1x1";
@@ -260,12 +262,12 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
       {"qwen3-30b-a3b", 2816, true, false},   // 176
       {"qwen3-30b-a3b", 2832, false, false},  // 177
       {"gpt-oss-120b", 4096, false, false},   // 128
-      {"gpt-oss-120b", 4352, true, false},    // 136
-      {"gpt-oss-120b", 5120, true, true},     // 160
-      {"gpt-oss-120b", 5632, true, false},    // 176
+      {"gpt-oss-120b", 4352, false, false},   // 136: in gemm1's window, experts of 16.6M elements
+      {"gpt-oss-120b", 5120, false, false},   // 160: in both windows
+      {"gpt-oss-120b", 5632, false, false},   // 176
       {"mixtral-8x7b", 560, false, false},    // 140
-      {"mixtral-8x7b", 576, true, true},      // 144
-      {"mixtral-8x7b", 672, true, true},      // 168
+      {"mixtral-8x7b", 576, false, false},    // 144: in both windows, experts of 117M and 59M elements
+      {"mixtral-8x7b", 672, false, false},    // 168
       {"mixtral-8x7b", 688, false, false},    // 172
       {"deepseek-v3", 2048, false, false},
       {"deepseek-v3", 2560, false, false},
@@ -284,13 +286,12 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 }
 
 // The heuristic's tall tails (moe_launch.h kSm90TallTailMinRows etc., docs/perf-notes.md steps 42,
-// 43): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`), from
+// 43, 46): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`), from
 // 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
-// 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M) nor
-// Mixtral-8x7B's (59M, 117M); where the GEMM is on another tile (GPT-OSS gemm1 from 136 rows, its
-// gemm2 from 144: the 192-row tile) the knob stays off. Each end of the rows window is checked on
-// both sides.
-TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
+// 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M); and in the
+// 192 x 128 tile's windows (the test above) for every expert of 6M or more, Mixtral-8x7B's (59M,
+// 117M) too, which keeps them off elsewhere. Each end of the rows windows is checked on both sides.
+TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndInThe192RowTilesWindows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0) {
     MoeProblem p = find_preset(preset)->problem;
@@ -309,8 +310,8 @@ TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
       {"gpt-oss-120b", 3568, false, false},  // 111.5
       {"gpt-oss-120b", 3584, true, true},    // 112
       {"gpt-oss-120b", 4096, true, true},    // 128
-      {"gpt-oss-120b", 4352, false, true},   // 136: gemm1 on the 192-row tile
-      {"gpt-oss-120b", 4608, false, false},  // 144: both on the 192-row tile
+      {"gpt-oss-120b", 4352, true, true},    // 136: gemm1 in the 192-row tile's window
+      {"gpt-oss-120b", 4608, true, true},    // 144: both in its windows
       {"gpt-oss-120b", 5664, true, true},    // 177
       {"gpt-oss-120b", 8192, true, true},    // 256
       {"gpt-oss-120b", 8224, false, false},  // 257
@@ -320,6 +321,12 @@ TEST(Knobs, TheHeuristicRunsMiddleSizedExpertsTallTailsAt112To256Rows) {
       {"deepseek-v3", 8192, false, false},   // 512
       {"qwen3-30b-a3b", 2048, false, false},  // 128, experts of 3.1M and 1.6M elements
       {"mixtral-8x7b", 512, false, false},    // 128, experts of 117M and 59M elements
+      {"mixtral-8x7b", 560, false, false},    // 140
+      {"mixtral-8x7b", 576, true, true},      // 144: both in the 192-row tile's windows
+      {"mixtral-8x7b", 672, true, true},      // 168
+      {"mixtral-8x7b", 688, false, false},    // 172
+      {"mixtral-8x7b", 1024, false, false},   // 256
+      {"qwen3-30b-a3b", 2560, false, false},  // 160: its experts keep the 192 x 128 tile
   };
   for (const Point& pt : points) {
     const auto space = knobs(pt.preset, pt.tokens, pt.inter);

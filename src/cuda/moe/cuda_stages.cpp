@@ -340,6 +340,17 @@ double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
   return static_cast<double>(max_rows) / static_cast<double>(active_experts(max_rows, experts));
 }
 
+// Whether `rows_per_expert` lies in the 192-row tiles' window of this GEMM (`tall`, from tall_window;
+// moe_launch.h kSm90TallTileMinRows etc.): gemm1's (from 144 to 168 for experts of kSm90HugeExpert
+// elements or more) or gemm2's.
+bool in_tall_tile_window(double rows_per_expert, bool huge_expert, TallWindow tall) {
+  if (tall == TallWindow::kNone) return false;
+  const bool second = tall == TallWindow::kGemm2;
+  const double tall_min = second ? kSm90TallGemm2MinRows : huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
+  const double tall_max = second ? kSm90TallGemm2MaxRows : huge_expert ? kSm90HugeExpertTallTileMaxRows : kSm90TallTileMaxRows;
+  return rows_per_expert >= tall_min && rows_per_expert <= tall_max;
+}
+
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
@@ -359,11 +370,11 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
       const double cluster_max = huge_expert ? kSm90HugeExpertClusterMaxRows : large_expert ? kSm90LargeExpertClusterMaxRows : 0;
       return rows_per_expert <= cluster_max ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M64N128C1x1;
     }
-    const bool second = tall == TallWindow::kGemm2;
-    const double tall_min = second ? kSm90TallGemm2MinRows : huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
-    const double tall_max = second ? kSm90TallGemm2MaxRows : huge_expert ? kSm90HugeExpertTallTileMaxRows : kSm90TallTileMaxRows;
-    if (tall != TallWindow::kNone && rows_per_expert >= tall_min && rows_per_expert <= tall_max)
-      return GemmTile::kSm90M192N128C1x1;
+    // In the 192-row tile's window, experts of kSm90TallTailMinExpert elements or more take the
+    // 128 x 256 tile, whose tall tails (heuristic_tall_tail) hold their 129-192 rows on the 192 x 256
+    // tile instead (docs/perf-notes.md step 46).
+    if (in_tall_tile_window(rows_per_expert, huge_expert, tall))
+      return n * k >= kSm90TallTailMinExpert ? GemmTile::kSm90M128N256C1x1 : GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
@@ -488,12 +499,14 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
 // gemm2.tall_tail wide: on the 192 x 256 tile): on the heuristic's 128-row tile, in the window of
 // rows an expected expert and of expert sizes where the layer measured faster (moe_launch.h,
-// kSm90TallTailMinRows etc.).
-bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k) {
-  if (heuristic != GemmTile::kSm90M128N256C1x1) return false;
+// kSm90TallTailMinRows etc.), and in the 192-row tile's window (`tall`) for every expert of
+// kSm90TallTailMinExpert elements or more, Mixtral-8x7B's too, where heuristic_tile gives the 128 x 256
+// tile instead of the 192 x 128 one (docs/perf-notes.md step 46).
+bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow tall) {
+  if (heuristic != GemmTile::kSm90M128N256C1x1 || n * k < kSm90TallTailMinExpert) return false;
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
-  return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows && n * k >= kSm90TallTailMinExpert &&
-         n * k < kSm90HugeExpert;
+  if (in_tall_tile_window(rows_per_expert, n * k >= kSm90HugeExpert, tall)) return true;
+  return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows && n * k < kSm90HugeExpert;
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
@@ -524,7 +537,8 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // default (wide) where heuristic_tall_tail measured faster. `on` runs the tails on the 192 x 128
     // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
-      const bool tall_tail = heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first));
+      const bool tall_tail =
+          heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), tall_window(p, first));
       knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});
     }
     // The split matters only where the stream tiles can run clusters.
