@@ -353,6 +353,10 @@ inline constexpr double kSm90MidTileMaxRows = 64;
 //     kSm90TallGemm2MaxRows. Won at 160 (Qwen3 T=2560 -2.1%, GPT-OSS T=5120 -1.8%, Mixtral T=640
 //     -1.5%), lost at 128 (Qwen3 T=2048 +2.2%, GPT-OSS T=4096 +0.7%) and at 176 for Mixtral (T=704
 //     +5.3%; Qwen3 -0.2%, GPT-OSS -1.7% there).
+// Since step 46 only experts under kSm90TallTailMinExpert elements take the tile in these windows;
+// larger ones take 128 x 256 with the tall tails on the 192 x 256 tile (cuda_stages.cpp
+// heuristic_tile, heuristic_tall_tail), both GEMMs against both on 192 x 128, an H200: GPT-OSS
+// T=4608 -5.3%, T=5120 -0.7%; Mixtral T=576 -8.4%, T=640 -5.0%; Qwen3 T=2560 +4.6% (kept).
 inline constexpr double kSm90TallTileMinRows = 136;
 inline constexpr double kSm90TallTileMaxRows = 176;
 inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
@@ -384,6 +388,10 @@ inline constexpr double kSm90TallGemm2MaxRows = 168;
 // -1.1%, T=5664 +0.3% / -5.0%, DeepSeek-V3 T=3072 -2.6% / -0.7%, T=4096 +0.5% / +0.3% (a mean of
 // -1.1%, no point past +0.5% on average). Outside the window wide loses as on does (Qwen3 T=2048
 // +3.5%, T=4096 +5.8%, Mixtral T=1024 +15.0% against off), except Mixtral T=512 (-1.2%, one call).
+// Where wide loses, an expert of 257-320 rows is split between the launches and its weights are read
+// from DRAM once a launch (step 44 f: +0.575 GB at Qwen3 T=4096). Since step 46 the heuristic also
+// sets wide, for experts of kSm90TallTailMinExpert or more (Mixtral's too), in the 192 x 128 tile's
+// windows (above), where no expert is split and the heuristic's tile is then 128 x 256.
 inline constexpr double kSm90TallTailMinRows = 112;
 inline constexpr double kSm90TallTailMaxRows = 256;
 inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
