@@ -286,17 +286,18 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 }
 
 // The heuristic's tall tails (moe_launch.h kSm90TallTailMinRows etc., docs/perf-notes.md steps 42,
-// 43, 46): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`), from
-// 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
-// 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M); and in the
-// 192 x 128 tile's windows (the test above) for every expert of 6M or more, Mixtral-8x7B's (59M,
-// 117M) too, which keeps them off elsewhere. Each end of the rows windows is checked on both sides.
-TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndInThe192RowTilesWindows) {
+// 43, 46, 47): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`),
+// from 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
+// 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M); Mixtral-8x7B's
+// (59M, 117M) in windows of their own, gemm1 128-176 rows and gemm2 136-172, gemm1's only with the
+// gated epilogue (interleaved W13). Each end of the rows windows is checked on both sides.
+TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOwn) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
-  const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0) {
+  const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0,
+                        GateUpLayout layout = GateUpLayout::kInterleaved) {
     MoeProblem p = find_preset(preset)->problem;
     p.quant = QuantScheme::kNone;
-    p.gate_up_layout = GateUpLayout::kInterleaved;
+    p.gate_up_layout = layout;
     if (inter > 0) p.intermediate = inter;
     return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
   };
@@ -320,11 +321,15 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndInThe192RowTilesWindows) {
       {"deepseek-v3", 4096, true, true},     // 256
       {"deepseek-v3", 8192, false, false},   // 512
       {"qwen3-30b-a3b", 2048, false, false},  // 128, experts of 3.1M and 1.6M elements
-      {"mixtral-8x7b", 512, false, false},    // 128, experts of 117M and 59M elements
-      {"mixtral-8x7b", 560, false, false},    // 140
-      {"mixtral-8x7b", 576, true, true},      // 144: both in the 192-row tile's windows
-      {"mixtral-8x7b", 672, true, true},      // 168
-      {"mixtral-8x7b", 688, false, false},    // 172
+      {"mixtral-8x7b", 508, false, false},    // 127, experts of 117M and 59M elements
+      {"mixtral-8x7b", 512, true, false},     // 128: gemm1's window
+      {"mixtral-8x7b", 540, true, false},     // 135
+      {"mixtral-8x7b", 544, true, true},      // 136: both windows
+      {"mixtral-8x7b", 576, true, true},      // 144
+      {"mixtral-8x7b", 688, true, true},      // 172
+      {"mixtral-8x7b", 692, true, false},     // 173
+      {"mixtral-8x7b", 704, true, false},     // 176
+      {"mixtral-8x7b", 708, false, false},    // 177
       {"mixtral-8x7b", 1024, false, false},   // 256
       {"qwen3-30b-a3b", 2560, false, false},  // 160: its experts keep the 192 x 128 tile
   };
@@ -333,6 +338,13 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndInThe192RowTilesWindows) {
     EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
     EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
   }
+  // Concatenated W13: Mixtral's gemm1 runs without the gated epilogue, where its window was not
+  // measured, so only gemm2 runs in parts; GPT-OSS's rule holds for any layout.
+  const auto mixtral = knobs("mixtral-8x7b", 576, 0, GateUpLayout::kConcatenated);
+  EXPECT_EQ(find(mixtral, "gemm1.tall_tail")->heuristic, "off");
+  EXPECT_EQ(find(mixtral, "gemm2.tall_tail")->heuristic, "wide");
+  const auto gpt_oss = knobs("gpt-oss-120b", 4096, 0, GateUpLayout::kConcatenated);
+  EXPECT_EQ(find(gpt_oss, "gemm1.tall_tail")->heuristic, "wide");
 }
 
 // The 192 x 128 tile has both epilogues (the gated one and the plain TMA store in 64-row subtiles),

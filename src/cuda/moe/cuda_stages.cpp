@@ -341,13 +341,12 @@ double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
 }
 
 // Whether `rows_per_expert` lies in the 192-row tiles' window of this GEMM (`tall`, from tall_window;
-// moe_launch.h kSm90TallTileMinRows etc.): gemm1's (from 144 to 168 for experts of kSm90HugeExpert
-// elements or more) or gemm2's.
-bool in_tall_tile_window(double rows_per_expert, bool huge_expert, TallWindow tall) {
+// moe_launch.h kSm90TallTileMinRows etc.): gemm1's or gemm2's.
+bool in_tall_tile_window(double rows_per_expert, TallWindow tall) {
   if (tall == TallWindow::kNone) return false;
   const bool second = tall == TallWindow::kGemm2;
-  const double tall_min = second ? kSm90TallGemm2MinRows : huge_expert ? kSm90HugeExpertTallTileMinRows : kSm90TallTileMinRows;
-  const double tall_max = second ? kSm90TallGemm2MaxRows : huge_expert ? kSm90HugeExpertTallTileMaxRows : kSm90TallTileMaxRows;
+  const double tall_min = second ? kSm90TallGemm2MinRows : kSm90TallTileMinRows;
+  const double tall_max = second ? kSm90TallGemm2MaxRows : kSm90TallTileMaxRows;
   return rows_per_expert >= tall_min && rows_per_expert <= tall_max;
 }
 
@@ -373,7 +372,7 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
     // In the 192-row tile's window, experts of kSm90TallTailMinExpert elements or more take the
     // 128 x 256 tile, whose tall tails (heuristic_tall_tail) hold their 129-192 rows on the 192 x 256
     // tile instead (docs/perf-notes.md step 46).
-    if (in_tall_tile_window(rows_per_expert, huge_expert, tall))
+    if (in_tall_tile_window(rows_per_expert, tall))
       return n * k >= kSm90TallTailMinExpert ? GemmTile::kSm90M128N256C1x1 : GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -497,16 +496,21 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
 }
 
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
-// gemm2.tall_tail wide: on the 192 x 256 tile): on the heuristic's 128-row tile, in the window of
-// rows an expected expert and of expert sizes where the layer measured faster (moe_launch.h,
-// kSm90TallTailMinRows etc.), and in the 192-row tile's window (`tall`) for every expert of
-// kSm90TallTailMinExpert elements or more, Mixtral-8x7B's too, where heuristic_tile gives the 128 x 256
-// tile instead of the 192 x 128 one (docs/perf-notes.md step 46).
+// gemm2.tall_tail wide: on the 192 x 256 tile), on the heuristic's 128-row tile, in the windows of
+// rows an expected expert and of expert sizes where the layer measured faster (moe_launch.h):
+// experts of kSm90TallTailMinExpert up to kSm90HugeExpert elements at kSm90TallTailMinRows to
+// kSm90TallTailMaxRows, which holds the 192 x 128 tile's windows, where heuristic_tile gives them the
+// 128 x 256 tile (step 46); larger experts (Mixtral-8x7B's) in a window a GEMM (`tall`, from
+// tall_window: gemm1's only with the gated epilogue, neither under routing that concentrates), step 47.
 bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow tall) {
   if (heuristic != GemmTile::kSm90M128N256C1x1 || n * k < kSm90TallTailMinExpert) return false;
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
-  if (in_tall_tile_window(rows_per_expert, n * k >= kSm90HugeExpert, tall)) return true;
-  return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows && n * k < kSm90HugeExpert;
+  if (n * k < kSm90HugeExpert) return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
+  if (tall == TallWindow::kNone) return false;
+  const bool second = tall == TallWindow::kGemm2;
+  const double wide_min = second ? kSm90HugeExpertWideGemm2MinRows : kSm90HugeExpertWideGemm1MinRows;
+  const double wide_max = second ? kSm90HugeExpertWideGemm2MaxRows : kSm90HugeExpertWideGemm1MaxRows;
+  return rows_per_expert >= wide_min && rows_per_expert <= wide_max;
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {

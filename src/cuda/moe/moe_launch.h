@@ -346,9 +346,9 @@ inline constexpr double kSm90MidTileMaxRows = 64;
 //   gemm1 with the gated epilogue: from kSm90TallTileMinRows to kSm90TallTileMaxRows. Lost at 120
 //     (Qwen3-30B-A3B T=1920 +4.7%, GPT-OSS-120B T=3840 +13.7%) and 128 (Qwen3 T=2048 +1.5%, GPT-OSS
 //     T=4096 +2.5%), won at 144 (Qwen3 T=2304 -7.2%, GPT-OSS T=4608 -8.8%) and 176 (Qwen3 T=2816
-//     -4.6%, GPT-OSS T=5632 -8.1%). Experts of kSm90HugeExpert elements or more (Mixtral-8x7B) from
-//     kSm90HugeExpertTallTileMinRows to kSm90HugeExpertTallTileMaxRows: won at 144 (T=576, -4.9%)
-//     and at 160 on an H100 (T=640, -5.8%), lost at 176 (T=704, +2.3%).
+//     -4.6%, GPT-OSS T=5632 -8.1%). Experts of kSm90HugeExpert elements or more (Mixtral-8x7B) won
+//     at 144 (T=576, -4.9%) and at 160 on an H100 (T=640, -5.8%), lost at 176 (T=704, +2.3%); they
+//     no longer take the tile (below).
 //   gemm2 (the plain epilogue, 64-row subtiles): from kSm90TallGemm2MinRows to
 //     kSm90TallGemm2MaxRows. Won at 160 (Qwen3 T=2560 -2.1%, GPT-OSS T=5120 -1.8%, Mixtral T=640
 //     -1.5%), lost at 128 (Qwen3 T=2048 +2.2%, GPT-OSS T=4096 +0.7%) and at 176 for Mixtral (T=704
@@ -359,8 +359,6 @@ inline constexpr double kSm90MidTileMaxRows = 64;
 // T=4608 -5.3%, T=5120 -0.7%; Mixtral T=576 -8.4%, T=640 -5.0%; Qwen3 T=2560 +4.6% (kept).
 inline constexpr double kSm90TallTileMinRows = 136;
 inline constexpr double kSm90TallTileMaxRows = 176;
-inline constexpr double kSm90HugeExpertTallTileMinRows = 144;
-inline constexpr double kSm90HugeExpertTallTileMaxRows = 168;
 inline constexpr double kSm90TallGemm2MinRows = 144;
 inline constexpr double kSm90TallGemm2MaxRows = 168;
 // The experts' tall tails (Sm90RowPart, sm90_grouped_gemm.h: a GEMM in two launches, an expert's
@@ -389,12 +387,25 @@ inline constexpr double kSm90TallGemm2MaxRows = 168;
 // -1.1%, no point past +0.5% on average). Outside the window wide loses as on does (Qwen3 T=2048
 // +3.5%, T=4096 +5.8%, Mixtral T=1024 +15.0% against off), except Mixtral T=512 (-1.2%, one call).
 // Where wide loses, an expert of 257-320 rows is split between the launches and its weights are read
-// from DRAM once a launch (step 44 f: +0.575 GB at Qwen3 T=4096). Since step 46 the heuristic also
-// sets wide, for experts of kSm90TallTailMinExpert or more (Mixtral's too), in the 192 x 128 tile's
-// windows (above), where no expert is split and the heuristic's tile is then 128 x 256.
+// from DRAM once a launch (step 44 f: +0.575 GB at Qwen3 T=4096). Since step 46 the heuristic's tile
+// in the 192 x 128 tile's windows (above) is 128 x 256 for experts of kSm90TallTailMinExpert or more,
+// so these windows lie inside this one for the middle-sized experts.
 inline constexpr double kSm90TallTailMinRows = 112;
 inline constexpr double kSm90TallTailMaxRows = 256;
 inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
+// Experts of kSm90HugeExpert elements or more (Mixtral-8x7B's 117M and 59M) run their tall tails
+// wide in windows of their own, one a GEMM (docs/perf-notes.md step 47; gemm1 only where gemm1 has
+// the gated epilogue, where it was measured). An H200, the layer against tails off (128 x 256 alone),
+// best of two turns, both GEMMs wide / gemm1 alone: T=512 (128 rows an expected expert) -0.7% /
+// -4.2%, T=544 (136) -10.4% / -7.1%, T=560 (140) -16.4% / -13.6%, T=688 (172) -12.5% / -10.1%,
+// T=704 (176) +0.9% / -6.0%, T=736 (184) +7.9% / +0.9%; step 46 had both wide at 144-168 -0.9..-8.4%
+// against the 192 x 128 tile, and step 43 both wide at T=1024 (256) +15%. Between 128 and 176 rows
+// most experts hold 129-192 rows, one 192-row tile instead of two 128-row ones; past them experts of
+// more than 192 rows are split between the launches (above).
+inline constexpr double kSm90HugeExpertWideGemm1MinRows = 128;
+inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 176;
+inline constexpr double kSm90HugeExpertWideGemm2MinRows = 136;
+inline constexpr double kSm90HugeExpertWideGemm2MaxRows = 172;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
 // does not (other GPUs, and on Hopper up to kSm90MinRows routed rows), whatever the expert count.
 // Measured on the H200 once its 32-row tile kept two CTAs per SM (5d97b8a, fce3b98; docs/perf-notes.md
