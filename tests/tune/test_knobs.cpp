@@ -289,7 +289,7 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 // 43, 46, 47): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`),
 // from 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
 // 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M); Mixtral-8x7B's
-// (59M, 117M) in windows of their own, gemm1 128-176 rows and gemm2 136-172, gemm1's only with the
+// (59M, 117M) in windows of their own, gemm1 124-180 rows and gemm2 136-172, gemm1's only with the
 // gated epilogue (interleaved W13). Each end of the rows windows is checked on both sides.
 TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOwn) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
@@ -321,15 +321,15 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOw
       {"deepseek-v3", 4096, true, true},     // 256
       {"deepseek-v3", 8192, false, false},   // 512
       {"qwen3-30b-a3b", 2048, false, false},  // 128, experts of 3.1M and 1.6M elements
-      {"mixtral-8x7b", 508, false, false},    // 127, experts of 117M and 59M elements
-      {"mixtral-8x7b", 512, true, false},     // 128: gemm1's window
+      {"mixtral-8x7b", 492, false, false},    // 123, experts of 117M and 59M elements
+      {"mixtral-8x7b", 496, true, false},     // 124: gemm1's window
       {"mixtral-8x7b", 540, true, false},     // 135
       {"mixtral-8x7b", 544, true, true},      // 136: both windows
       {"mixtral-8x7b", 576, true, true},      // 144
       {"mixtral-8x7b", 688, true, true},      // 172
       {"mixtral-8x7b", 692, true, false},     // 173
-      {"mixtral-8x7b", 704, true, false},     // 176
-      {"mixtral-8x7b", 708, false, false},    // 177
+      {"mixtral-8x7b", 720, true, false},     // 180
+      {"mixtral-8x7b", 724, false, false},    // 181
       {"mixtral-8x7b", 1024, false, false},   // 256
       {"qwen3-30b-a3b", 2560, false, false},  // 160: its experts keep the 192 x 128 tile
   };

@@ -398,12 +398,15 @@ inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // the gated epilogue, where it was measured). An H200, the layer against tails off (128 x 256 alone),
 // best of two turns, both GEMMs wide / gemm1 alone: T=512 (128 rows an expected expert) -0.7% /
 // -4.2%, T=544 (136) -10.4% / -7.1%, T=560 (140) -16.4% / -13.6%, T=688 (172) -12.5% / -10.1%,
-// T=704 (176) +0.9% / -6.0%, T=736 (184) +7.9% / +0.9%; step 46 had both wide at 144-168 -0.9..-8.4%
-// against the 192 x 128 tile, and step 43 both wide at T=1024 (256) +15%. Between 128 and 176 rows
-// most experts hold 129-192 rows, one 192-row tile instead of two 128-row ones; past them experts of
-// more than 192 rows are split between the launches (above).
-inline constexpr double kSm90HugeExpertWideGemm1MinRows = 128;
-inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 176;
+// T=704 (176) +0.9% / -6.0%, T=736 (184) +7.9% / +0.9% (call 1); the rule built, against tails off
+// (call 2): T = 512, 544, 560, 688, 704 -3.0%, -11.3%, -13.8%, -13.0%, -8.5%; gemm1 wide against the
+// rule there: T=480 (120) -0.4%, T=496 (124) -5.2%, T=720 (180) -7.9%; gemm2 wide at T=528 (132)
+// +0.0%. Step 46 had both wide at 144-168 -0.9..-8.4% against the 192 x 128 tile, and step 43 both
+// wide at T=1024 (256) +15%. Inside the windows most experts hold 129-192 rows, one 192-row tile
+// instead of two 128-row ones; past them experts of more than 192 rows are split between the
+// launches (above).
+inline constexpr double kSm90HugeExpertWideGemm1MinRows = 124;
+inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 180;
 inline constexpr double kSm90HugeExpertWideGemm2MinRows = 136;
 inline constexpr double kSm90HugeExpertWideGemm2MaxRows = 172;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel
