@@ -403,8 +403,9 @@ inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // rule there: T=480 (120) -0.4%, T=496 (124) -5.2%, T=720 (180) -7.9%; gemm2 wide at T=528 (132)
 // +0.0%. Step 46 had both wide at 144-168 -0.9..-8.4% against the 192 x 128 tile, and step 43 both
 // wide at T=1024 (256) +15%. Inside the windows most experts hold 129-192 rows, one 192-row tile
-// instead of two 128-row ones; past them experts of more than 192 rows are split between the
-// launches (above).
+// instead of two 128-row ones. Past them more experts hold 193-256 rows, which stay whole in the
+// head launch (two 128-row tiles; an expert is split between the launches only from 257 rows), so
+// the two launches share the GPU between them; why that loses is not measured (step 47).
 inline constexpr double kSm90HugeExpertWideGemm1MinRows = 124;
 inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 180;
 inline constexpr double kSm90HugeExpertWideGemm2MinRows = 136;
