@@ -15,7 +15,7 @@
 # in turns, forward then backward, one set of three samples each, and appends each variant's best
 # turn against v0's to $OUT/r/summary.txt (docs/device-logs/2026-11-27-final/summarize.py).
 # DEVICE_AB_ARGS, when set, goes to every bench run (e.g. "--intermediate 704" for a preset's shape
-# with another I).
+# with another I); DEVICE_AB_GATE_UP sets W13's layout (default interleaved, the tables' layout).
 
 device_call_start() {
   DEVICE_LIMIT=$1
@@ -51,7 +51,7 @@ device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
   for vt in "${order[@]}"; do
     v=${vt%%:*} turn=${vt#*:} ch=()
     [ -n "${variants[$v]}" ] && ch=(--choice "${variants[$v]}")
-    timeout 100 "$B" bench --backend cuda --quant none --gate-up interleaved --no-baseline --sets 1 --reps 3 \
+    timeout 100 "$B" bench --backend cuda --quant none --gate-up "${DEVICE_AB_GATE_UP:-interleaved}" --no-baseline --sets 1 --reps 3 \
       --preset "$p" --tokens "$t" ${DEVICE_AB_ARGS:-} "${ch[@]}" --csv "$d/ab-$p-v$v-$turn.csv" > "$d/ab-$p-v$v-$turn.txt" 2>&1 \
       || echo "== $p T=$t v$v turn $turn rc=$?"
   done

@@ -241,11 +241,16 @@ TEST(MoeCuda, TallTileGivesTheSameLayer) {
 // 43) against the float64 reference, at the cases of TallTileGivesTheSameLayer (T = 1000 and 2000 put
 // the experts around 128 and 256 rows, where about half have a tall tail), and to the bit the layer
 // of the 128 x 256 tile alone: every output is one tile's, over the same k order, whichever tile
-// height holds its row.
+// height holds its row. Also with concatenated gate/up rows, where gemm1 runs the plain epilogue in
+// parts and the activation after it (the heuristic's plan for GPT-OSS-sized experts in that layout).
 TEST(MoeCuda, TallTailsGiveTheSameLayer) {
   MOEKIT_REQUIRE_GPU();
   if (!hopper()) GTEST_SKIP() << "the sm_90a kernel needs a Hopper GPU";
-  for (Case c : tall_tile_cases(1100)) {
+  std::vector<Case> cases = tall_tile_cases(1100);
+  Case concatenated{"swiglu concatenated E64 K8 T1000", base_problem(64, 8, kH, kI), 1000};
+  concatenated.problem.gate_up_layout = GateUpLayout::kConcatenated;
+  cases.push_back(concatenated);
+  for (Case c : cases) {
     c.fusions.whole_layer = Switch::kOff;
     c.choice.knobs = {{"gemm1.tile", "sm90_m128n256k64_c1x1"}, {"gemm2.tile", "sm90_m128n256k64_c1x1"}};
     const Outcome whole = run_case(c, 91);
