@@ -289,8 +289,8 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 // 43, 46, 47): a GEMM on the 128 x 256 tile runs in parts, its tails on the 192 x 256 tile (`wide`),
 // from 112 to 256 rows an expected expert when its expert weight holds 6M to 48M elements (GPT-OSS-120B's
 // 8.3M and 16.6M, DeepSeek-V3's 14.7M and 29.4M), not for Qwen3-30B-A3B's (1.6M, 3.1M); Mixtral-8x7B's
-// (59M, 117M) in windows of their own, gemm1 124-180 rows and gemm2 136-172, gemm1's only with the
-// gated epilogue (interleaved W13). Each end of the rows windows is checked on both sides.
+// (59M, 117M) in windows of their own, gemm1 124-180 rows with the gated epilogue (interleaved W13),
+// gemm2 and gemm1 without it 136-172. Each end of the rows windows is checked on both sides.
 TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOwn) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0,
@@ -338,11 +338,14 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOw
     EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
     EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
   }
-  // Concatenated W13: Mixtral's gemm1 runs without the gated epilogue, where its window was not
-  // measured, so only gemm2 runs in parts; GPT-OSS's rule holds for any layout.
-  const auto mixtral = knobs("mixtral-8x7b", 576, 0, GateUpLayout::kConcatenated);
-  EXPECT_EQ(find(mixtral, "gemm1.tall_tail")->heuristic, "off");
-  EXPECT_EQ(find(mixtral, "gemm2.tall_tail")->heuristic, "wide");
+  // Concatenated W13: Mixtral's gemm1 runs the plain epilogue, and so takes gemm2's window
+  // (136-172); GPT-OSS's rule holds for any layout.
+  const std::pair<int64_t, bool> concatenated_points[] = {{540, false}, {544, true}, {688, true}, {692, false}};
+  for (const auto& [tokens, wide] : concatenated_points) {
+    const auto mixtral = knobs("mixtral-8x7b", tokens, 0, GateUpLayout::kConcatenated);
+    EXPECT_EQ(find(mixtral, "gemm1.tall_tail")->heuristic, wide ? "wide" : "off") << "concatenated T=" << tokens;
+    EXPECT_EQ(find(mixtral, "gemm2.tall_tail")->heuristic, wide ? "wide" : "off") << "concatenated T=" << tokens;
+  }
   const auto gpt_oss = knobs("gpt-oss-120b", 4096, 0, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(gpt_oss, "gemm1.tall_tail")->heuristic, "wide");
 }

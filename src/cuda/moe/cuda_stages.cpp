@@ -329,7 +329,8 @@ int64_t expected_experts(const MoeProblem& p) {
 }
 
 // The windows of rows an expected expert in which the heuristic takes the 192 x 128 tile
-// (moe_launch.h, kSm90TallTileMinRows etc.): none, gemm1's (the gated epilogue) or gemm2's.
+// (moe_launch.h, kSm90TallTileMinRows etc.): none, gemm1's (the gated epilogue) or gemm2's (the plain
+// one). huge_expert_tail_window names the huge experts' tall-tail windows the same way.
 enum class TallWindow : uint8_t { kNone, kGemm1, kGemm2 };
 
 // The experts `max_rows` routed rows can reach (at most one a row, at least one), and the rows each
@@ -495,19 +496,28 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
   return gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kNone;
 }
 
+// Which of heuristic_tall_tail's windows for experts of kSm90HugeExpert elements or more a GEMM takes
+// (moe_launch.h kSm90HugeExpertWide*): gemm1's with the gated epilogue, the plain epilogue's (gemm2's)
+// for gemm2 and for gemm1 without it (concatenated W13: one point measured, -16.2% at Mixtral T=624,
+// docs/perf-notes.md step 47 d), none under routing that concentrates the rows (never measured).
+TallWindow huge_expert_tail_window(const MoeProblem& p, bool first) {
+  if (routing_concentrates(p)) return TallWindow::kNone;
+  return first && gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kGemm2;
+}
+
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
 // gemm2.tall_tail wide: on the 192 x 256 tile), on the heuristic's 128-row tile, in the windows of
 // rows an expected expert and of expert sizes where the layer measured faster (moe_launch.h):
 // experts of kSm90TallTailMinExpert up to kSm90HugeExpert elements at kSm90TallTailMinRows to
 // kSm90TallTailMaxRows, which holds the 192 x 128 tile's windows, where heuristic_tile gives them the
-// 128 x 256 tile (step 46); larger experts (Mixtral-8x7B's) in a window a GEMM (`tall`, from
-// tall_window: gemm1's only with the gated epilogue, neither under routing that concentrates), step 47.
-bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow tall) {
+// 128 x 256 tile (step 46); larger experts (Mixtral-8x7B's) in the window `huge_window` names
+// (huge_expert_tail_window), step 47.
+bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow huge_window) {
   if (heuristic != GemmTile::kSm90M128N256C1x1 || n * k < kSm90TallTailMinExpert) return false;
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   if (n * k < kSm90HugeExpert) return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
-  if (tall == TallWindow::kNone) return false;
-  const bool second = tall == TallWindow::kGemm2;
+  if (huge_window == TallWindow::kNone) return false;
+  const bool second = huge_window == TallWindow::kGemm2;
   const double wide_min = second ? kSm90HugeExpertWideGemm2MinRows : kSm90HugeExpertWideGemm1MinRows;
   const double wide_max = second ? kSm90HugeExpertWideGemm2MaxRows : kSm90HugeExpertWideGemm1MaxRows;
   return rows_per_expert >= wide_min && rows_per_expert <= wide_max;
@@ -542,7 +552,7 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
       const bool tall_tail =
-          heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), tall_window(p, first));
+          heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), huge_expert_tail_window(p, first));
       knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});
     }
     // The split matters only where the stream tiles can run clusters.
