@@ -396,10 +396,11 @@ inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // Experts of kSm90HugeExpert elements or more (Mixtral-8x7B's 117M and 59M) run their tall tails
 // wide in windows of their own (docs/perf-notes.md step 47): gemm1's where gemm1 has the gated
 // epilogue (interleaved W13), gemm2's, the plain epilogue's, for gemm2 and for gemm1 without it
-// (concatenated W13: measured at one point only, T=624, 156 rows, -16.2% against tails off). An H200, the layer against tails off (128 x 256 alone),
-// best of two turns, both GEMMs wide / gemm1 alone: T=512 (128 rows an expected expert) -0.7% /
-// -4.2%, T=544 (136) -10.4% / -7.1%, T=560 (140) -16.4% / -13.6%, T=688 (172) -12.5% / -10.1%,
-// T=704 (176) +0.9% / -6.0%, T=736 (184) +7.9% / +0.9% (call 1); the rule built, against tails off
+// (concatenated W13: measured at one point only, T=624, 156 rows, -16.2% against tails off). An
+// H200, the layer against tails off (128 x 256 alone), best of two turns, both GEMMs wide / gemm1
+// alone: T=512 (128 rows an expected expert) -0.7% / -4.2%, T=544 (136) -10.4% / -7.1%, T=560
+// (140) -16.4% / -13.6%, T=688 (172) -12.5% / -10.1%, T=704 (176) +0.9% / -6.0%, T=736 (184)
+// +7.9% / +0.9% (call 1); the rule built, against tails off
 // (call 2): T = 512, 544, 560, 688, 704 -3.0%, -11.3%, -13.8%, -13.0%, -8.5%; gemm1 wide against the
 // rule there: T=480 (120) -0.4%, T=496 (124) -5.2%, T=720 (180) -7.9%; gemm2 wide at T=528 (132)
 // +0.0%. Step 46 had both wide at 144-168 -0.9..-8.4% against the 192 x 128 tile, and step 43 both
