@@ -121,6 +121,16 @@ TEST(Knobs, TheCpuBackendRegistersItsRowBlocks) {
   EXPECT_EQ(find(one, "fusion.whole_layer")->values, (std::vector<std::string>{"on", "off"}));
 }
 
+// The knob space on sm_90 of a public preset, unquantized, with W13 in `layout` (and intermediate
+// size `inter` where it is not 0), at T tokens.
+std::vector<KnobSpec> sm90_knobs(const char* preset, int64_t tokens, GateUpLayout layout, int64_t inter = 0) {
+  MoeProblem p = find_preset(preset)->problem;
+  p.quant = QuantScheme::kNone;
+  p.gate_up_layout = layout;
+  if (inter > 0) p.intermediate = inter;
+  return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
+}
+
 // The heuristic's gemm1 and gemm2 tiles on sm_90 for a public preset (unquantized) at T tokens.
 std::pair<std::string, std::string> sm90_heuristic_tiles(const char* preset, int64_t tokens) {
   MoeProblem p = find_preset(preset)->problem;
@@ -230,21 +240,14 @@ TEST(Knobs, The64x128TileRunsUpTo63RowsForMixtralSizedExperts) {
 
 // The heuristic's windows for the 192 x 128 tile (moe_launch.h kSm90TallTileMinRows etc.,
 // docs/perf-notes.md step 37), in rows an expected expert: gemm1 with the gated epilogue (a gated
-// activation, gate/up rows interleaved) from 136 to 176, from 144 to 168 for Mixtral-sized experts;
-// gemm2 from 144 to 168 whatever the layout; neither under DeepSeek-V3's routing (it concentrates the
-// rows; the tile stays a value of its knobs), nor gemm1 with concatenated gate/up rows (no gated
-// epilogue). Since step 46 only experts under 6M elements (Qwen3-30B-A3B's) take it there; larger
+// activation, gate/up rows interleaved) from 136 to 176; gemm2 from 144 to 168 whatever the layout;
+// neither under DeepSeek-V3's routing (it concentrates the rows; the tile stays a value of its
+// knobs), nor gemm1 with concatenated gate/up rows (no gated epilogue). Since step 46 only experts under 6M elements (Qwen3-30B-A3B's) take it there; larger
 // ones (GPT-OSS-120B's, Mixtral-8x7B's) take 128 x 256 with wide tall tails (the next test). Each end
 // is checked on both sides.
 TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
   const std::string tall = "sm90_m192n128k64_c1x1", large = "sm90_m128n256k64_c1x1";
-  const auto tiles = [](const char* preset, int64_t tokens, GateUpLayout layout) {
-    MoeProblem p = find_preset(preset)->problem;
-    p.quant = QuantScheme::kNone;
-    p.gate_up_layout = layout;
-    return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
-  };
   const auto inter = GateUpLayout::kInterleaved;
   struct Point {  // the comments give the rows an expected expert
     const char* preset;
@@ -273,14 +276,14 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
       {"deepseek-v3", 2560, false, false},
   };
   for (const Point& pt : points) {
-    const auto space = tiles(pt.preset, pt.tokens, inter);
+    const auto space = sm90_knobs(pt.preset, pt.tokens, inter);
     EXPECT_EQ(find(space, "gemm1.tile")->heuristic, pt.gemm1_tall ? tall : large) << pt.preset << " T=" << pt.tokens;
     EXPECT_EQ(find(space, "gemm2.tile")->heuristic, pt.gemm2_tall ? tall : large) << pt.preset << " T=" << pt.tokens;
   }
-  const auto deepseek = tiles("deepseek-v3", 2048, inter);  // kept: find() points into it
+  const auto deepseek = sm90_knobs("deepseek-v3", 2048, inter);  // kept: find() points into it
   const auto& deepseek_values = find(deepseek, "gemm1.tile")->values;
   EXPECT_NE(std::find(deepseek_values.begin(), deepseek_values.end(), tall), deepseek_values.end());
-  const auto concatenated = tiles("qwen3-30b-a3b", 2560, GateUpLayout::kConcatenated);
+  const auto concatenated = sm90_knobs("qwen3-30b-a3b", 2560, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(concatenated, "gemm1.tile")->heuristic, large);
   EXPECT_EQ(find(concatenated, "gemm2.tile")->heuristic, tall);
 }
@@ -293,14 +296,6 @@ TEST(Knobs, TheHeuristicTakesThe192RowTileInItsWindows) {
 // gemm2 and gemm1 without it 136-172. Each end of the rows windows is checked on both sides.
 TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOwn) {
   if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
-  const auto knobs = [](const char* preset, int64_t tokens, int64_t inter = 0,
-                        GateUpLayout layout = GateUpLayout::kInterleaved) {
-    MoeProblem p = find_preset(preset)->problem;
-    p.quant = QuantScheme::kNone;
-    p.gate_up_layout = layout;
-    if (inter > 0) p.intermediate = inter;
-    return knob_space({p, tokens, {}}, *DeviceTarget::named("sm90"));
-  };
   struct Point {  // the comments give the rows an expected expert
     const char* preset;
     int64_t tokens;
@@ -334,7 +329,7 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOw
       {"qwen3-30b-a3b", 2560, false, false},  // 160: its experts keep the 192 x 128 tile
   };
   for (const Point& pt : points) {
-    const auto space = knobs(pt.preset, pt.tokens, pt.inter);
+    const auto space = sm90_knobs(pt.preset, pt.tokens, GateUpLayout::kInterleaved, pt.inter);
     EXPECT_EQ(find(space, "gemm1.tall_tail")->heuristic, pt.gemm1 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
     EXPECT_EQ(find(space, "gemm2.tall_tail")->heuristic, pt.gemm2 ? "wide" : "off") << pt.preset << " T=" << pt.tokens << " I=" << pt.inter;
   }
@@ -342,11 +337,11 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOw
   // (136-172); GPT-OSS's rule holds for any layout.
   const std::pair<int64_t, bool> concatenated_points[] = {{540, false}, {544, true}, {688, true}, {692, false}};
   for (const auto& [tokens, wide] : concatenated_points) {
-    const auto mixtral = knobs("mixtral-8x7b", tokens, 0, GateUpLayout::kConcatenated);
+    const auto mixtral = sm90_knobs("mixtral-8x7b", tokens, GateUpLayout::kConcatenated);
     EXPECT_EQ(find(mixtral, "gemm1.tall_tail")->heuristic, wide ? "wide" : "off") << "concatenated T=" << tokens;
     EXPECT_EQ(find(mixtral, "gemm2.tall_tail")->heuristic, wide ? "wide" : "off") << "concatenated T=" << tokens;
   }
-  const auto gpt_oss = knobs("gpt-oss-120b", 4096, 0, GateUpLayout::kConcatenated);
+  const auto gpt_oss = sm90_knobs("gpt-oss-120b", 4096, GateUpLayout::kConcatenated);
   EXPECT_EQ(find(gpt_oss, "gemm1.tall_tail")->heuristic, "wide");
 }
 

@@ -341,14 +341,18 @@ double rows_per_expected_expert(int64_t max_rows, int64_t experts) {
   return static_cast<double>(max_rows) / static_cast<double>(active_experts(max_rows, experts));
 }
 
-// Whether `rows_per_expert` lies in the 192-row tiles' window of this GEMM (`tall`, from tall_window;
-// moe_launch.h kSm90TallTileMinRows etc.): gemm1's or gemm2's.
-bool in_tall_tile_window(double rows_per_expert, TallWindow tall) {
-  if (tall == TallWindow::kNone) return false;
-  const bool second = tall == TallWindow::kGemm2;
-  const double tall_min = second ? kSm90TallGemm2MinRows : kSm90TallTileMinRows;
-  const double tall_max = second ? kSm90TallGemm2MaxRows : kSm90TallTileMaxRows;
-  return rows_per_expert >= tall_min && rows_per_expert <= tall_max;
+// A window of rows an expected expert, both ends inside it.
+struct RowsWindow {
+  double min, max;
+};
+
+// Whether `rows_per_expert` lies in the window `which` names (none, gemm1's or gemm2's): the one
+// test both the 192 x 128 tile's windows (tall_window) and the huge experts' tall-tail windows
+// (huge_expert_tail_window) go through.
+bool in_rows_window(double rows_per_expert, TallWindow which, RowsWindow gemm1, RowsWindow gemm2) {
+  if (which == TallWindow::kNone) return false;
+  const RowsWindow w = which == TallWindow::kGemm2 ? gemm2 : gemm1;
+  return rows_per_expert >= w.min && rows_per_expert <= w.max;
 }
 
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
@@ -373,7 +377,8 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
     // In the 192-row tile's window, experts of kSm90TallTailMinExpert elements or more take the
     // 128 x 256 tile, whose tall tails (heuristic_tall_tail) hold their 129-192 rows on the 192 x 256
     // tile instead (docs/perf-notes.md step 46).
-    if (in_tall_tile_window(rows_per_expert, tall))
+    if (in_rows_window(rows_per_expert, tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows},
+                       {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows}))
       return n * k >= kSm90TallTailMinExpert ? GemmTile::kSm90M128N256C1x1 : GemmTile::kSm90M192N128C1x1;
     return GemmTile::kSm90M128N256C1x1;
   }
@@ -516,11 +521,8 @@ bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, 
   if (heuristic != GemmTile::kSm90M128N256C1x1 || n * k < kSm90TallTailMinExpert) return false;
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   if (n * k < kSm90HugeExpert) return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
-  if (huge_window == TallWindow::kNone) return false;
-  const bool second = huge_window == TallWindow::kGemm2;
-  const double wide_min = second ? kSm90HugeExpertWideGemm2MinRows : kSm90HugeExpertWideGemm1MinRows;
-  const double wide_max = second ? kSm90HugeExpertWideGemm2MaxRows : kSm90HugeExpertWideGemm1MaxRows;
-  return rows_per_expert >= wide_min && rows_per_expert <= wide_max;
+  return in_rows_window(rows_per_expert, huge_window, {kSm90HugeExpertWideGemm1MinRows, kSm90HugeExpertWideGemm1MaxRows},
+                        {kSm90HugeExpertWideGemm2MinRows, kSm90HugeExpertWideGemm2MaxRows});
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
