@@ -502,12 +502,12 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
 }
 
 // Which of heuristic_tall_tail's windows for experts of kSm90HugeExpert elements or more a GEMM takes
-// (moe_launch.h kSm90HugeExpertWide*): gemm1's with the gated epilogue, the plain epilogue's (gemm2's)
-// for gemm2 and for gemm1 without it (concatenated W13: one point measured, -16.2% at Mixtral T=624,
-// docs/perf-notes.md step 47 d), none under routing that concentrates the rows (never measured).
+// (moe_launch.h kSm90HugeExpertWide*): gemm1's for gemm1 in either layout (interleaved W13 with the
+// gated epilogue, steps 47 a-c; concatenated with the plain one, -7.6% at both 132 and 176 rows,
+// step 47 e), gemm2's for gemm2, none under routing that concentrates the rows (never measured).
 TallWindow huge_expert_tail_window(const MoeProblem& p, bool first) {
   if (routing_concentrates(p)) return TallWindow::kNone;
-  return first && gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kGemm2;
+  return first ? TallWindow::kGemm1 : TallWindow::kGemm2;
 }
 
 // Whether the heuristic runs a GEMM's experts' tall tails in a second launch (gemm1.tall_tail /
