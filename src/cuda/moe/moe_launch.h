@@ -406,10 +406,13 @@ inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // +0.0%. Step 46 had both wide at 144-168 -0.9..-8.4% against the 192 x 128 tile, and step 43 both
 // wide at T=1024 (256) +15%. Inside the windows most experts hold 129-192 rows, one 192-row tile
 // instead of two 128-row ones. Past them more experts hold 193-256 rows, which stay whole in the
-// head launch (two 128-row tiles; an expert is split between the launches only from 257 rows), so
-// the two launches share the GPU between them; why that loses is not measured (step 47).
+// head launch (two 128-row tiles; an expert is split between the launches only from 257 rows), and
+// each launch pays its own last round (ncu, step 47 f: at T=736 gemm1's head 197.3 us and tails
+// 505.5 against 693.0 for the one launch). Since the head runs without its tail split beside the
+// tails (sm90_grouped_gemm.h, step 47 g), gemm1 wide gains to 184 rows: T=736 -3.0%, -4.1% and
+// (concatenated) -4.4% against tails off; T=752 (188) -0.3%, T=784 (196) +2.2%.
 inline constexpr double kSm90HugeExpertWideGemm1MinRows = 124;
-inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 180;
+inline constexpr double kSm90HugeExpertWideGemm1MaxRows = 184;
 inline constexpr double kSm90HugeExpertWideGemm2MinRows = 136;
 inline constexpr double kSm90HugeExpertWideGemm2MaxRows = 172;
 // Up to this many rows per active expert the weight-streaming kernel runs where the sm_90a kernel

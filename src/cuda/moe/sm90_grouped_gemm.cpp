@@ -121,6 +121,11 @@ Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_ti
   tail.scratch_bytes = tail_scratch_bytes;
   head.overlap = beside ? Sm90Overlap::kFirst : Sm90Overlap::kNone;
   tail.overlap = beside ? Sm90Overlap::kBeside : Sm90Overlap::kNone;
+  // Beside the tails the head runs its last round whole: the tail split would spread that round over
+  // every CTA, so that no SM is left for the tails' CTAs until the head ends. Mixtral-8x7B, gemm1 in
+  // parts, the head with its split off against on: T=736 (a head of 3 rounds and 52 tiles) -3.3% and
+  // -3.5% the layer, T=720 -2.1%, -0.1..-0.5% elsewhere in the window (docs/perf-notes.md step 47 g).
+  if (beside) head.tail_split = Sm90TailSplit::kOff;
   // Each part writes its setup job (its arguments checked, the head's tile among them); one kernel
   // runs both; then the two GEMMs.
   Sm90SetupJob jobs[2];

@@ -221,7 +221,8 @@ struct Sm90GemmArgs {
 // The GEMM `a` describes (on a 128-row tile: sm90_is_head_tile) in two launches (Sm90RowPart): the
 // heads on a.tile with a.scratch, the tall tails on `tail_tile` (a 192-row tile: sm90_is_tail_tile)
 // with `tail_scratch` (sm90_gemm_scratch_bytes, 256-byte aligned, its own), both setups as one
-// kernel. With `beside` (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside), else
+// kernel. With `beside` (PDL) the tails launch beside the heads (Sm90Overlap::kFirst, kBeside) and
+// the head runs without the tail split (a.tail_split applies to it only without `beside`), else
 // after them. Every routed row is written once. `a` must not be part of an overlapped pair
 // (a.overlap kNone) nor a part already (a.row_part kAll), and must run its own setup and GEMM.
 Status launch_sm90_grouped_gemm_in_parts(const Sm90GemmArgs& a, Sm90Tile tail_tile, void* tail_scratch, size_t tail_scratch_bytes,
