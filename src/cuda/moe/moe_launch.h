@@ -396,7 +396,7 @@ inline constexpr int64_t kSm90TallTailMinExpert = int64_t{6} << 20;
 // Experts of kSm90HugeExpert elements or more (Mixtral-8x7B's 117M and 59M) run their tall tails
 // wide in windows of their own (docs/perf-notes.md step 47): gemm1's for gemm1 in either layout
 // (with concatenated W13, the plain epilogue, gemm1 wide against off: T=624 (156 rows) -16.2%, T=528
-// (132) and T=704 (176) -7.6% each, T = 544, 688 -6.6%, -8.1%; step 47 e), gemm2's for gemm2. An
+// (132) and T=704 (176) -7.6%, -7.7%, T = 544, 688 -6.2%, -7.5%; step 47 e), gemm2's for gemm2. An
 // H200, the layer against tails off (128 x 256 alone), best of two turns, both GEMMs wide / gemm1
 // alone: T=512 (128 rows an expected expert) -0.7% / -4.2%, T=544 (136) -10.4% / -7.1%, T=560
 // (140) -16.4% / -13.6%, T=688 (172) -12.5% / -10.1%, T=704 (176) +0.9% / -6.0%, T=736 (184)
