@@ -56,4 +56,48 @@ TEST(BenchCli, CpuRunWritesCsvJsonAndSvg) {
   std::filesystem::remove_all(dir);
 }
 
+// --ab: two plans of one layer in turns, in one process, each row labelled, the second against the
+// first; both checked against the reference; a refused knob value names its variant.
+TEST(BenchCli, AbTimesEachPlanAndReportsItAgainstTheFirst) {
+  const auto dir = std::filesystem::temp_directory_path() / ("moekit_bench_ab_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string base = std::string(MOEKIT_CLI_PATH) + " bench --backend cpu --experts 8 --top-k 2 --hidden 64 --intermediate 32 "
+                                                          "--tokens 5 --reps 2 --sets 3 --refcheck --stages --json " +
+                           (dir / "r.json").string();
+  const std::string cmd = base + " --choice \"gemm2.row_block=4\" --ab \"|gemm1.row_block=16\" > " + (dir / "stdout.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir / "stdout.txt");
+  const auto j = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_NE(j["command"].get<std::string>().find("--choice \"gemm2.row_block=4\" --ab \"|gemm1.row_block=16\""), std::string::npos)
+      << j["command"];
+  std::vector<std::string> methods;
+  int v0_stages = 0, v1_stages = 0;
+  for (const auto& r : j["rows"]) {
+    if (r["kind"] == "stage") {
+      v0_stages += r["note"] == "v0";
+      v1_stages += r["note"] == "v1";
+      continue;
+    }
+    methods.push_back(r["method"]);
+    EXPECT_EQ(r["runs"], 6);  // 3 sets x 2 samples
+    EXPECT_EQ(r["refcheck_rel_l2"], 0.0);
+  }
+  EXPECT_EQ(methods, (std::vector<std::string>{"moekit v0", "moekit v1"}));
+  EXPECT_GT(v0_stages, 0);
+  EXPECT_EQ(v0_stages, v1_stages);
+  const std::string out = slurp(dir / "stdout.txt");
+  EXPECT_NE(out.find("note      : moekit v0: gemm2.row_block=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("note      : moekit v1: gemm1.row_block=16;gemm2.row_block=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("% against v0 (sets "), std::string::npos) << out;
+
+  // A refused value stops the run before anything is timed or written.
+  std::filesystem::remove(dir / "r.json");
+  const std::string bad = base + " --ab \"|gemm1.row_block=7\" > " + (dir / "bad.txt").string() + " 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  const std::string bad_out = slurp(dir / "bad.txt");
+  EXPECT_NE(bad_out.find("T=5, --ab variant 1 ('gemm1.row_block=7'): no runnable plan"), std::string::npos) << bad_out;
+  EXPECT_NE(bad_out.find("gemm1.row_block=7 is not legal"), std::string::npos) << bad_out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -2,7 +2,8 @@
 // the device's ceilings measured in the same run, the whole layer timed (GPU: CUDA-graph replay; CPU:
 // host clock) over several measurement sets with fresh routing, the cuBLAS baseline (GPU), the plan's
 // steps timed alone (--stages), the floor from the experts actually hit, and --refcheck against the
-// CPU reference. Prints a table; writes CSV, JSON and an SVG plot on request.
+// CPU reference; with --ab, several plans in turns, each against the first. Prints a table; writes
+// CSV, JSON and an SVG plot on request.
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -21,6 +22,7 @@
 #include "bench/refcheck.h"
 #include "bench/report.h"
 #include "bench/routing_gen.h"
+#include "bench/variants.h"
 #include "cuda/bench_timing.h"
 #include "commands.h"
 #include "moekit/build_commit.h"
@@ -50,6 +52,7 @@ struct BenchOptions {
   std::string csv, json, plot;
   uint64_t seed = 1;
   std::string choice;  // knob values for every plan, "gemm1.tile=stream_n8k128;gemm2.split=2" (KernelChoice)
+  std::string ab;      // plans timed side by side, "CHOICE|CHOICE|..." (bench/variants.h); "" for one plan
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -72,7 +75,7 @@ std::string repro(const BenchOptions& o) {
                      o.csv.empty() ? "" : " --csv " + o.csv, o.json.empty() ? "" : " --json " + o.json,
                      o.plot.empty() ? "" : " --plot " + o.plot) +
          (o.biases ? " --biases" : "") + (o.batched_reference ? " --batched-reference" : "") +
-         (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice));
+         (o.choice.empty() ? "" : fmt::format(" --choice \"{}\"", o.choice)) + (o.ab.empty() ? "" : fmt::format(" --ab \"{}\"", o.ab));
 }
 
 std::string today_utc() {
@@ -229,6 +232,14 @@ int run(BenchOptions o) {
   if (!fusions.ok()) return fail(fusions.status());
   auto knobs = KernelChoice::parse(o.choice);
   if (!knobs.ok()) return fail(knobs.status().with_context("--choice"));
+  // The plans to time: one (--choice), or --ab's, each on top of --choice.
+  std::vector<PlanVariant> variants{{"", *knobs}};
+  if (!o.ab.empty()) {
+    auto parsed = parse_plan_variants(o.ab, *knobs);
+    if (!parsed.ok()) return fail(parsed.status());
+    variants = std::move(parsed).value();
+  }
+  const int nv = static_cast<int>(variants.size());
 
   BenchReport report;
   report.command = repro(o);
@@ -251,34 +262,69 @@ int run(BenchOptions o) {
   const std::string routing = o.routing == "zipf" ? fmt::format("zipf s={:g}", o.zipf_s) : o.routing;
   const TimingOptions topts{.warmup = o.warmup, .iters = o.iters, .reps = o.reps, .stages = o.stages, .baseline = o.baseline && gpu,
                             .batched_reference = o.batched_reference && gpu};
+  // The cuBLAS references are the same for every variant: the first's bench times them.
+  TimingOptions later_topts = topts;
+  later_topts.baseline = later_topts.batched_reference = false;
+  if (nv > 1) {
+    for (int v = 0; v < nv; ++v)
+      report.notes.push_back(fmt::format("moekit v{}: {}", v, variants[v].choice.knobs.empty() ? "the heuristic's plan" : variants[v].choice.to_string()));
+    report.notes.push_back(fmt::format("--ab: the {} plans run in turns within each set (forward in even sets, backward in odd), on the same "
+                                       "weights, inputs and routing; vN's change is the median over sets of its set median over v0's",
+                                       nv));
+  }
 
   bool refcheck_ok = true;
   Progress progress(static_cast<int>(problems.size() * o.tokens.size()), stderr);
   for (const auto& [name, p] : problems) {
     RoutingSkew skew = random_skew;
     if (o.routing == "balanced") skew.balanced_top_k = p.top_k;
-    auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions, .choice = *knobs});
-    if (!runner.ok()) return fail(runner.status().with_context(name));
+    // One runner and one bench (on a GPU: its own weight copies) a variant; the runners must outlive
+    // their benches.
+    std::vector<std::unique_ptr<MoeRunner>> runners;
+    for (const PlanVariant& v : variants) {
+      auto runner = MoeRunner::create(p, {.backend = *choice, .fusions = *fusions, .choice = v.choice});
+      if (!runner.ok()) return fail(runner.status().with_context(nv > 1 ? fmt::format("{}, --ab variant '{}'", name, v.text) : name));
+      runners.push_back(std::make_unique<MoeRunner>(std::move(runner).value()));
+    }
     progress.status(fmt::format("{}: random weights{}", name, gpu ? " and their upload" : ""));
     auto layer = make_random_layer(p, {.seed = o.seed, .biases = o.biases, .weights_only = true});
     if (!layer.ok()) return fail(layer.status().with_context(name));
     const WeightBytes wb = weight_bytes(layer->weights, p.local_experts());
-    auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
-                     : make_cpu_layer_bench(*runner, layer->weights);
-    if (!bench.ok()) return fail(bench.status().with_context(name));
-    report.notes.push_back(name + ": " + (*bench)->baseline_note());
+    std::vector<std::unique_ptr<LayerBench>> benches;
+    for (const auto& runner : runners) {
+      auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
+                       : make_cpu_layer_bench(*runner, layer->weights);
+      if (!bench.ok()) return fail(bench.status().with_context(name));
+      benches.push_back(std::move(bench).value());
+    }
+    report.notes.push_back(name + ": " + benches.front()->baseline_note());
+    // --ab: every variant's plan at every T first, so that a value one of them refuses stops the run
+    // before anything is timed, naming the variant.
+    if (nv > 1)
+      for (int64_t T : o.tokens)
+        for (int v = 0; v < nv; ++v) {
+          const MoePlan plan = runners[v]->plan(T, WeightTraits::of(layer->weights));
+          if (plan.runnable) continue;
+          std::string why = plan.backend.on ? "" : plan.backend.reason;
+          for (const auto& n : plan.notes) why += (why.empty() ? "" : "; ") + n;
+          return fail(Status::Unsupported(fmt::format("{} T={}, --ab variant {} ('{}'): no runnable plan: {}", name, T, v, variants[v].text, why)));
+        }
     for (int64_t T : o.tokens) {
       progress.step(fmt::format("{} T={}", name, T));
-      Accumulated acc;
+      std::vector<Accumulated> accs(nv);
+      std::vector<std::vector<double>> set_medians(nv);  // [variant][set]: --ab's pairing
       std::optional<RandomLayer> inputs;
       for (int set = 0; set < o.sets; ++set) {
         auto in = bench_set_inputs(p, T, o.seed, set, skew);  // fresh hidden states and routing per set
         if (!in.ok()) return fail(in.status());
-        auto timing = (*bench)->measure(in->inputs(), topts);
-        if (!timing.ok()) return fail(timing.status().with_context(fmt::format("{} T={}", name, T)));
         // Activations in (hidden, router logits) and out (the combined output, the size of hidden).
         const double act = static_cast<double>(2 * in->hidden.storage_bytes() + in->router_logits.storage_bytes());
-        accumulate(acc, *timing, layer_traffic(p, timing->topk_ids, wb, act));
+        for (int v : variant_order(set, nv)) {
+          auto timing = benches[v]->measure(in->inputs(), v == 0 ? topts : later_topts);
+          if (!timing.ok()) return fail(timing.status().with_context(fmt::format("{} T={}{}", name, T, nv > 1 ? fmt::format(" v{}", v) : "")));
+          accumulate(accs[v], *timing, layer_traffic(p, timing->topk_ids, wb, act));
+          set_medians[v].push_back(summarize(timing->layer_us).median);
+        }
         inputs = std::move(in).value();
       }
       // --refcheck: each method's output of the last set against the reference on its first tokens.
@@ -294,12 +340,20 @@ int run(BenchOptions o) {
         }
         return Status::Ok();
       };
-      BenchRow row = layer_row(name, p, T, routing, "moekit", acc.layer, acc, o.sets, *machine);
-      if (Status s = check(row, (*bench)->last_output()); !s.ok()) return fail(s);
-      report.rows.push_back(row);
+      for (int v = 0; v < nv; ++v) {
+        BenchRow row = layer_row(name, p, T, routing, nv > 1 ? fmt::format("moekit v{}", v) : "moekit", accs[v].layer, accs[v], o.sets, *machine);
+        if (Status s = check(row, benches[v]->last_output()); !s.ok()) return fail(s);
+        if (v > 0) {
+          const PairedChange c = paired_change(set_medians[v], set_medians[0]);
+          row.note += fmt::format("{}{:+.1f}% against v0 (sets {:+.1f}..{:+.1f}%)", row.note.empty() ? "" : "; ", 100 * c.median, 100 * c.min,
+                                  100 * c.max);
+        }
+        report.rows.push_back(row);
+      }
+      const Accumulated& acc = accs.front();
       if (!acc.baseline.empty()) {
         BenchRow base = layer_row(name, p, T, routing, "cublas", acc.baseline, acc, o.sets, *machine);
-        if (Status s = check(base, (*bench)->last_baseline_output()); !s.ok()) return fail(s);
+        if (Status s = check(base, benches.front()->last_baseline_output()); !s.ok()) return fail(s);
         report.rows.push_back(base);
       }
       if (!acc.batched.empty()) {
@@ -309,11 +363,13 @@ int run(BenchOptions o) {
         ref.note = fmt::format("GEMMs only, {} rows x {} experts", acc.batched_rows_per_expert, p.local_experts());
         report.rows.push_back(ref);
       }
-      for (size_t k = 0; k < acc.steps.size(); ++k) {
-        BenchRow st = row_head(name, p, T, routing, acc.step_names[k], "stage");
-        st.us = summarize(acc.steps[k]);
-        report.rows.push_back(st);
-      }
+      for (int v = 0; v < nv; ++v)
+        for (size_t k = 0; k < accs[v].steps.size(); ++k) {
+          BenchRow st = row_head(name, p, T, routing, accs[v].step_names[k], "stage");
+          st.us = summarize(accs[v].steps[k]);
+          if (nv > 1) st.note = fmt::format("v{}", v);
+          report.rows.push_back(st);
+        }
     }
   }
   progress.finish();
@@ -367,6 +423,10 @@ CommandAction add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random data seed")->capture_default_str();
   cmd->add_option("--choice", o->choice,
                   "Knob values for every plan, NAME=VALUE;... (`moekit explain` lists the knobs; a refused value stops the run)");
+  cmd->add_option("--ab", o->ab,
+                  "Plans to time side by side in this process, CHOICE|CHOICE|... (2 to 8; each as --choice, on top of it; an empty one is "
+                  "the heuristic's): in turns within each set on the same weights, inputs and routing, each reported against the first "
+                  "(on a GPU each holds its own weight copies)");
   return [cmd, o]() {
     if (!cmd->parsed() || !cmd->get_subcommands().empty()) return -1;
     return run(*o);

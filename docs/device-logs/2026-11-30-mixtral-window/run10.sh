@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # For the next session's first call (written in session 29, not run: its device time was spent).
 # $1 = the commit (main at or after 06352e7); carry build/carry, `tar -xJf build/carry/deps.tar.xz`
-# first, give the device tool this script alone. About 35 + 170 + 335 + 30 + 110 s.
+# first, give the device tool this script alone. About 35 + 170 + 335 + 30 + 40 + 110 s.
 # 1. `ctest -L gpu` in full after step 47 g (the head of a GEMM in parts without its tail split
 #    beside the tails: host code on the launch path; call 9 ran the six tests of the parts and the
 #    split, 6/6).
@@ -17,6 +17,16 @@ device_call_begin "${LIMIT:-585}" "$1" moekit gpu_tests
 device_ctest_gpu r/ctest-gpu.txt
 for t in 736 720; do
   [ "$(device_left)" -gt 40 ] && device_ab r/ab/mixtral-8x7b-$t-rule mixtral-8x7b $t "" "gemm1.tall_tail=off"
+done
+# 2b. The same two comparisons with `moekit bench --ab` (session 29: the plans in turns inside one
+#     process, paired by set; never run on a GPU before this call): its per-set changes against
+#     device_ab's two processes a variant. Predicted: the same sign, and sets within about 2% of
+#     each other where device_ab's turns spread 2-4%.
+for t in 736 720; do
+  [ "$(device_left)" -gt 60 ] || continue
+  timeout 60 $B bench --backend cuda --quant none --gate-up interleaved --no-baseline --sets 6 --reps 3 --preset mixtral-8x7b \
+    --tokens $t --ab "|gemm1.tall_tail=off" --csv "$OUT/r/ab-inproc-$t.csv" > "$OUT/r/ab-inproc-$t.txt" 2>&1
+  echo "== --ab T=$t rc=$?"; grep -E "moekit v[01]" "$OUT/r/ab-inproc-$t.txt"
 done
 for mode in table det; do
   [ "$(device_left)" -lt 60 ] && { echo "# skipped $mode"; continue; }
