@@ -809,6 +809,32 @@ TEST(Sm90GroupedGemm, TailSplitMatchesTheReferenceAndRepeatsItsBits) {
                     Sm90TileOrder::kFixed, Sm90TailSplit::kAlways});
 }
 
+// A GEMM in parts: beside the tails (PDL) the head runs without the tail split whatever its args
+// ask, so that its last round leaves SMs to the tails' CTAs (docs/perf-notes.md step 47 g); with the
+// tails after it, it splits as asked. The head's third claim word counts the CTAs that shared its
+// last round (0: no split); both runs are checked against the float64 reference by run_case.
+TEST(Sm90GroupedGemm, TheHeadSplitsItsLastRoundOnlyWhenTheTailsRunAfterIt) {
+  MOEKIT_REQUIRE_SM90();
+  using cuda::moe::Sm90TailSplit;
+  const auto counts = counts_around_warpgroup_rows();
+  std::vector<int64_t> heads;
+  for (int64_t c : counts) heads.push_back(c - cuda::moe::sm90_tall_tail_rows(c));
+  const int64_t n = 520, k = 2056;
+  const uint64_t expected = expected_tail_ctas(Sm90Tile::kM128N256C1x1, heads, n, k, Sm90TailSplit::kAlways);
+  ASSERT_GT(expected, 0u) << "the head has no last round to split: the test would prove nothing";
+  for (bool beside : {false, true}) {
+    SCOPED_TRACE(beside ? "the tails beside the head" : "the tails after the head");
+    Case c{Elem::kBF16, static_cast<int>(counts.size()), total_of(counts), n, k, Sm90Tile::kM128N256C1x1, counts, Sm90TileOrder::kFixed};
+    c.parts = true;
+    c.beside = beside;
+    c.tail = Sm90TailSplit::kAlways;
+    c.tail_tile = Sm90Tile::kM192N256C1x1;
+    uint64_t ctas = ~uint64_t{0};
+    run_case(c, nullptr, &ctas);
+    EXPECT_EQ(ctas, beside ? 0u : expected) << "the CTAs that shared the head's last round";
+  }
+}
+
 // The overlapped gemm2 (Sm90Overlap::kSecond) runs without its setup kernel, which gemm1's stage
 // launched earlier, and its producer loads the weights of its first stages before it waits: a second
 // launch without the setup gives the first one's output on every tile, in the fixed and the claimed

@@ -4,7 +4,8 @@
 # first, give the device tool this script alone. About 35 + 170 + 335 + 30 + 40 + 110 s.
 # 1. `ctest -L gpu` in full after step 47 g (the head of a GEMM in parts without its tail split
 #    beside the tails: host code on the launch path; call 9 ran the six tests of the parts and the
-#    split, 6/6).
+#    split, 6/6), with Sm90GroupedGemm.TheHeadSplitsItsLastRoundOnlyWhenTheTailsRunAfterIt, written
+#    after call 9 and never run before this call.
 # 2. The built rule against gemm1's tails off at Mixtral T = 736 and 720 (call 9 had no time left):
 #    predicted from calls 7-8, where knobs gave the same plans: -3..-4% at 736, -4..-6% at 720.
 # 3. The full table and its deterministic twin (run3.sh's protocol): no table point's plan changed;
