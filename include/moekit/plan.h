@@ -166,6 +166,10 @@ std::string problem_summary(const MoeProblem& problem, int64_t num_tokens);
 // "cuda.route -> cuda.build_maps -> ...": the plan's step kernels in order, for one-line reports.
 std::string plan_kernels(const MoePlan& plan);
 
+// Why a plan does not run: the backend's reason when none was chosen, then the plan's notes, "; "
+// between them (the message of MoeRunner::run's "no runnable plan" error).
+std::string plan_refusal(const MoePlan& plan);
+
 // Renderings for `moekit explain`: a human table and a stable JSON document.
 std::string plan_to_text(const MoePlan& plan);
 std::string plan_to_json(const MoePlan& plan);

@@ -19,6 +19,12 @@ std::string plan_kernels(const MoePlan& plan) {
   return s;
 }
 
+std::string plan_refusal(const MoePlan& plan) {
+  std::string why = plan.backend.on ? "" : plan.backend.reason;
+  for (const auto& n : plan.notes) why += (why.empty() ? "" : "; ") + n;
+  return why;
+}
+
 std::string problem_summary(const MoeProblem& p, int64_t tokens) {
   const int local = p.local_experts();
   std::string experts = local == p.num_experts ? fmt::format("E={}", p.num_experts)

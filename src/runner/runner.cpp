@@ -197,11 +197,7 @@ Status MoeRunner::run_steps(const PreparedWeights& weights, const MoeInputs& inp
     return Status::InvalidArgument(fmt::format("workspace: address {} is not {}-byte aligned", static_cast<const void*>(workspace.data()), kAlign));
 
   const MoePlan& plan = cached_plan(layout->tokens, WeightTraits::of(weights.weights()));
-  if (!plan.runnable) {
-    std::string why = plan.backend.on ? "" : plan.backend.reason;
-    for (const auto& n : plan.notes) why += (why.empty() ? "" : "; ") + n;
-    return Status::Unsupported(fmt::format("no runnable plan: {}", why));
-  }
+  if (!plan.runnable) return Status::Unsupported(fmt::format("no runnable plan: {}", plan_refusal(plan)));
 
   // Carve the buffers. Masked and Indexed need no routing buffers; PreRouted reads the caller's.
   const MoeProblem& p = problem_;

@@ -321,5 +321,18 @@ TEST(Presets, ThePublicFourAreThereAsPublished) {
   EXPECT_HAS(find_preset("gpt-5").status().message(), "known: mixtral-8x7b, qwen3-30b-a3b");
 }
 
+// plan_refusal: the backend's reason when none was chosen, then every note, "; " between them; ""
+// for a plan with a backend and no notes.
+TEST(Plan, RefusalJoinsTheBackendsReasonAndTheNotes) {
+  MoePlan plan;
+  plan.backend = {false, "no_backend", "no GPU"};
+  plan.notes = {"a knob is refused", "a stage is missing"};
+  EXPECT_EQ(plan_refusal(plan), "no GPU; a knob is refused; a stage is missing");
+  plan.backend.on = true;
+  EXPECT_EQ(plan_refusal(plan), "a knob is refused; a stage is missing");
+  plan.notes.clear();
+  EXPECT_EQ(plan_refusal(plan), "");
+}
+
 }  // namespace
 }  // namespace moekit

@@ -304,10 +304,9 @@ int run(BenchOptions o) {
       for (int64_t T : o.tokens)
         for (int v = 0; v < nv; ++v) {
           const MoePlan plan = runners[v]->plan(T, WeightTraits::of(layer->weights));
-          if (plan.runnable) continue;
-          std::string why = plan.backend.on ? "" : plan.backend.reason;
-          for (const auto& n : plan.notes) why += (why.empty() ? "" : "; ") + n;
-          return fail(Status::Unsupported(fmt::format("{} T={}, --ab variant {} ('{}'): no runnable plan: {}", name, T, v, variants[v].text, why)));
+          if (!plan.runnable)
+            return fail(Status::Unsupported(
+                fmt::format("{} T={}, --ab variant {} ('{}'): no runnable plan: {}", name, T, v, variants[v].text, plan_refusal(plan))));
         }
     for (int64_t T : o.tokens) {
       progress.step(fmt::format("{} T={}", name, T));
