@@ -9,6 +9,7 @@
 #     trap device_pack EXIT            # $OUT/r into $OUT/r.tgz at the end
 #     scripts/device-build.sh COMMIT "$OUT/r" moekit gpu_tests && B=build/device/bin/moekit
 #   device_ab r/ab/mixtral-32 mixtral-8x7b 32 "" "gemm1.tile=sm90_m64n128k128_c1x1"
+#   device_ab_inproc r/ab/mixtral-736 mixtral-8x7b 736 "" "gemm1.tall_tail=off"   # one process, paired by set
 #   device_ctest_gpu r/ctest-gpu.txt -R 'MoeCuda\.'
 #
 # device_ab runs the variants (v0 the first, usually "" for the heuristic; each a --choice string)
@@ -56,6 +57,24 @@ device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
       || echo "== $p T=$t v$v turn $turn rc=$?"
   done
   python3 docs/device-logs/2026-11-27-final/summarize.py "$d" 0 | grep moekit | tee -a "$OUT/r/summary.txt"
+}
+
+# The same comparison in one bench process (`moekit bench --ab`, docs/bench.md; session 29, first
+# run on a GPU by run10.sh of docs/device-logs/2026-11-30-mixtral-window): the variants in turns
+# within each of DEVICE_AB_SETS sets (default 6) of three samples, paired by set. Appends the
+# `moekit vN` rows (each vN's note: its change against v0, the smallest and largest set) to
+# $OUT/r/summary.txt.
+device_ab_inproc() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
+  local d="$OUT/$1" p=$2 t=$3
+  shift 3
+  local IFS='|'
+  local ab="$*"
+  unset IFS
+  mkdir -p "$d"
+  timeout 150 "$B" bench --backend cuda --quant none --gate-up "${DEVICE_AB_GATE_UP:-interleaved}" --no-baseline --sets "${DEVICE_AB_SETS:-6}" \
+    --reps 3 --preset "$p" --tokens "$t" ${DEVICE_AB_ARGS:-} --ab "$ab" --csv "$d/ab-$p-$t.csv" > "$d/ab-$p-$t.txt" 2>&1 \
+    || echo "== $p T=$t --ab rc=$?"
+  grep -E "^ +$t +moekit v[0-9]" "$d/ab-$p-$t.txt" | sed "s/^/$p /" | tee -a "$OUT/r/summary.txt"
 }
 
 # ctest -L gpu, four at a time, the longest first (ctest reads earlier costs from

@@ -24,10 +24,7 @@ done
 #     device_ab's two processes a variant. Predicted: the same sign, and sets within about 2% of
 #     each other where device_ab's turns spread 2-4%.
 for t in 736 720; do
-  [ "$(device_left)" -gt 60 ] || continue
-  timeout 60 $B bench --backend cuda --quant none --gate-up interleaved --no-baseline --sets 6 --reps 3 --preset mixtral-8x7b \
-    --tokens $t --ab "|gemm1.tall_tail=off" --csv "$OUT/r/ab-inproc-$t.csv" > "$OUT/r/ab-inproc-$t.txt" 2>&1
-  echo "== --ab T=$t rc=$?"; grep -E "moekit v[01]" "$OUT/r/ab-inproc-$t.txt"
+  [ "$(device_left)" -gt 60 ] && device_ab_inproc r/ab-inproc/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off"
 done
 for mode in table det; do
   [ "$(device_left)" -lt 60 ] && { echo "# skipped $mode"; continue; }
