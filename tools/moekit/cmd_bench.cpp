@@ -290,6 +290,17 @@ int run(BenchOptions o) {
     auto layer = make_random_layer(p, {.seed = o.seed, .biases = o.biases, .weights_only = true});
     if (!layer.ok()) return fail(layer.status().with_context(name));
     const WeightBytes wb = weight_bytes(layer->weights, p.local_experts());
+    // --ab: every variant's plan at every T first, so that a value one of them refuses stops the run
+    // before anything is timed or uploaded (each variant's weight copies), naming the variant.
+    const WeightTraits traits = WeightTraits::of(layer->weights);
+    if (nv > 1)
+      for (int64_t T : o.tokens)
+        for (int v = 0; v < nv; ++v) {
+          const MoePlan plan = runners[v]->plan(T, traits);
+          if (!plan.runnable)
+            return fail(Status::Unsupported(
+                fmt::format("{} T={}, --ab variant {} ('{}'): no runnable plan: {}", name, T, v, variants[v].text, plan_refusal(plan))));
+        }
     std::vector<std::unique_ptr<LayerBench>> benches;
     for (const auto& runner : runners) {
       auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
@@ -298,16 +309,6 @@ int run(BenchOptions o) {
       benches.push_back(std::move(bench).value());
     }
     report.notes.push_back(name + ": " + benches.front()->baseline_note());
-    // --ab: every variant's plan at every T first, so that a value one of them refuses stops the run
-    // before anything is timed, naming the variant.
-    if (nv > 1)
-      for (int64_t T : o.tokens)
-        for (int v = 0; v < nv; ++v) {
-          const MoePlan plan = runners[v]->plan(T, WeightTraits::of(layer->weights));
-          if (!plan.runnable)
-            return fail(Status::Unsupported(
-                fmt::format("{} T={}, --ab variant {} ('{}'): no runnable plan: {}", name, T, v, variants[v].text, plan_refusal(plan))));
-        }
     for (int64_t T : o.tokens) {
       progress.step(fmt::format("{} T={}", name, T));
       std::vector<Accumulated> accs(nv);
