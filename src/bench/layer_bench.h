@@ -58,6 +58,9 @@ Result<std::vector<Ceiling>> measure_cuda_ceilings();
 // CUDA: kUnsupported.
 struct CudaBenchConfig {
   int weight_copies = 1;
+  // Whether to create the cuBLAS baseline (a handle and its workspace). `bench --ab` creates it for
+  // its first variant only, the one that times it; `--no-baseline` for none.
+  bool baseline = true;
 };
 Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runner, const MoeWeights& host_weights,
                                                           const CudaBenchConfig& config);

@@ -303,7 +303,9 @@ int run(BenchOptions o) {
         }
     std::vector<std::unique_ptr<LayerBench>> benches;
     for (const auto& runner : runners) {
-      auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb)})
+      // Only the first variant times the cuBLAS references (later_topts), so only it holds them.
+      const bool with_baseline = (topts.baseline || topts.batched_reference) && benches.empty();
+      auto bench = gpu ? make_cuda_layer_bench(*runner, layer->weights, {.weight_copies = weight_copies(p, wb), .baseline = with_baseline})
                        : make_cpu_layer_bench(*runner, layer->weights);
       if (!bench.ok()) return fail(bench.status().with_context(name));
       benches.push_back(std::move(bench).value());

@@ -165,7 +165,8 @@ Result<std::unique_ptr<LayerBench>> make_cuda_layer_bench(const MoeRunner& runne
     c.prepared.emplace(std::move(prepared).value());
   }
   std::string note = fmt::format("GPU: {} weight cop{} rotated (L2 defeat). cuBLAS baseline: ", copies.size(), copies.size() == 1 ? "y" : "ies");
-  auto baseline = CublasBaseline::create(runner.problem());
+  auto baseline = config.baseline ? CublasBaseline::create(runner.problem())
+                                  : Result<std::unique_ptr<CublasBaseline>>(Status::NotFound("not asked for"));
   if (baseline.ok())
     note += "the fused layer's routing step when it has one of its own (else routing is not timed), permutation built on the host "
             "from the routing read back once per set, gather, one cublasGemmEx per expert for gemm1, activation kernel, one per "
