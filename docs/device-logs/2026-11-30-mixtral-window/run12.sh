@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 30, call 12: how much `moekit bench --ab` can resolve. Call 11 (its first GPU run) gave
+# per-set changes of -1.0..+6.0% (T=736) and -5.8..+6.0% (T=720) for the rule against gemm1's tails
+# off, wider than the "within about 2%" predicted. So: A/A runs (the same plan twice in one process)
+# and A/B/A/B runs (two copies of each plan, so v2 against v0 is the A/A and v1, v3 the A/B), at
+# Mixtral T = 736, 720 (the window's edge, 13% p10-p90 spread in call 11) and Qwen3 T=1024 (0.6%
+# in the H200 table), with 12 sets instead of 6, and 24 at T=736.
+# Predicted: an A/A median within 0.5% and sets within ±3% at Mixtral; tighter at Qwen3.
+set -uo pipefail
+source scripts/device-ab.sh
+device_call_begin "${LIMIT:-560}" "$1" moekit
+export DEVICE_AB_SETS=12
+[ "$(device_left)" -gt 40 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
+for t in 736 720; do
+  [ "$(device_left)" -gt 40 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
+done
+DEVICE_AB_SETS=24
+[ "$(device_left)" -gt 60 ] && device_ab_inproc r/aa24/mixtral-8x7b-736 mixtral-8x7b 736 "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
+echo "# total $((SECONDS - DEVICE_START))s"
