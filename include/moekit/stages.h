@@ -67,11 +67,14 @@ struct StageBuffers {
 };
 
 // One tunable choice's setting in a plan: e.g. {"gemm1.tile", "m64n128k64", "heuristic"}. `source` is
-// "heuristic", "caller", or "tuned table <path> row <n> (bucket <b>)".
+// "heuristic", "caller", or "tuned table <path> row <n> (bucket <b>)". `why`: the heuristic's reason
+// (KnobSpec::why) where the value is the heuristic's; where a caller or a table set another value,
+// what the heuristic would have taken and why. Empty where the backend gives no reason.
 struct KnobSetting {
   std::string name;
   std::string value;
   std::string source;
+  std::string why;
 };
 
 // Everything a stage implementation sees.
@@ -158,6 +161,9 @@ struct KnobSpec {
   std::vector<std::string> values;
   std::string heuristic;
   Stage stage = Stage::kGemm1;
+  // Why the heuristic takes its value here: the rule and the numbers it read (`moekit explain` prints
+  // it under the knob). Empty where the backend gives no reason.
+  std::string why;
 };
 
 struct DeviceTarget;

@@ -24,7 +24,7 @@ namespace {
 
 // The legal values of a fusion knob: the rule's choice first, then the other where it may be taken.
 KnobSpec fusion_knob(Fusion f, const Decision& d, Stage stage) {
-  KnobSpec k{fusion_knob_name(f), {d.on ? "on" : "off"}, d.on ? "on" : "off", stage};
+  KnobSpec k{fusion_knob_name(f), {d.on ? "on" : "off"}, d.on ? "on" : "off", stage, d.reason};
   if (d.on) k.values.push_back("off");
   else if (d.forceable) k.values.push_back("on");
   return k;
@@ -69,12 +69,19 @@ Status check_choice(const PlanQuery& query, const DeviceTarget& device, const Ke
 ResolvedKnobs resolve_knobs(const PlanQuery& query, const DeviceTarget& device, const PlanOptions& options,
                             const std::vector<KnobSpec>& space, const Registry& registry) {
   ResolvedKnobs r;
+  std::map<std::string, std::string> why;  // the heuristic's reason, by knob
   for (const KnobSpec& k : space) {
-    r.settings[k.name] = {k.name, k.heuristic, "heuristic"};
+    r.settings[k.name] = {k.name, k.heuristic, "heuristic", k.why};
     r.heuristic[k.name] = k.heuristic;
+    why[k.name] = k.why;
   }
   auto apply = [&](const KernelChoice& c, const std::string& source) {
-    for (const auto& [name, value] : c.knobs) r.settings[name] = {name, value, source};
+    for (const auto& [name, value] : c.knobs) {
+      const std::string& h = r.heuristic[name];
+      std::string w = why[name];
+      if (value != h && !w.empty()) w = fmt::format("the heuristic would take {}: {}", h, w);
+      r.settings[name] = {name, value, source, std::move(w)};
+    }
   };
   if (!options.choice.knobs.empty()) {
     r.refused = check_choice(query, device, options.choice, registry);

@@ -81,7 +81,10 @@ std::string plan_to_text(const MoePlan& plan) {
   for (const auto& step : plan.steps) s += fmt::format("  {}. {:<28} {}\n", ++i, step.kernel, stage_range(step.first, step.last));
   if (!plan.knobs.empty()) {
     s += "\nknobs\n";
-    for (const auto& k : plan.knobs) s += fmt::format("  {:<20} {:<21} {}\n", k.name, k.value, k.source);
+    for (const auto& k : plan.knobs) {
+      s += fmt::format("  {:<20} {:<21} {}\n", k.name, k.value, k.source);
+      if (!k.why.empty()) s += fmt::format("    why: {}\n", k.why);
+    }
   }
   s += fmt::format("\ntuning     {}\n", plan.tuning);
   if (!plan.notes.empty()) {
@@ -141,7 +144,11 @@ std::string plan_to_json(const MoePlan& plan) {
   for (const auto& step : plan.steps)
     steps.push_back({{"kernel", step.kernel}, {"first", stage_name(step.first)}, {"last", stage_name(step.last)}});
   auto& knobs = j["knobs"] = nlohmann::ordered_json::array();
-  for (const auto& k : plan.knobs) knobs.push_back({{"name", k.name}, {"value", k.value}, {"source", k.source}});
+  for (const auto& k : plan.knobs) {
+    nlohmann::ordered_json o = {{"name", k.name}, {"value", k.value}, {"source", k.source}};
+    if (!k.why.empty()) o["why"] = k.why;
+    knobs.push_back(std::move(o));
+  }
   j["tuning"] = plan.tuning;
   j["notes"] = plan.notes;
   return j.dump(2) + "\n";

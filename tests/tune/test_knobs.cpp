@@ -341,6 +341,52 @@ TEST(Knobs, TheHeuristicRunsTallTailsAt112To256RowsAndMixtralsInWindowsOfTheirOw
   }
 }
 
+// `moekit explain` prints each knob's reason (KnobSpec::why, KnobSetting::why): the numbers the rule
+// read and the window or bound it crossed, so a reader can check a plan against docs/cuda-backend.md
+// without reading the heuristic's code. Where a caller's choice replaces the heuristic's value, the
+// setting says what the heuristic would have taken and why.
+TEST(Knobs, TheHeuristicSaysWhyItTakesEachValue) {
+  if (!sm90_tiles_built()) GTEST_SKIP() << "no CUDA backend with the sm_90a kernels in this build";
+  auto has = [](const std::string& why, const char* part) { return why.find(part) != std::string::npos; };
+  const auto mixtral = sm90_knobs("mixtral-8x7b", 736, GateUpLayout::kInterleaved);  // 184 rows an expected expert
+  const std::string& tile = find(mixtral, "gemm1.tile")->why;
+  EXPECT_TRUE(has(tile, "1472 routed rows over 8 expected experts = 184.0 rows")) << tile;
+  EXPECT_TRUE(has(tile, "the 128 x 256 tile")) << tile;
+  const std::string& tail = find(mixtral, "gemm1.tall_tail")->why;
+  EXPECT_TRUE(has(tail, "in gemm1's window") && has(tail, "124-184")) << tail;
+  const std::string& tail2 = find(mixtral, "gemm2.tall_tail")->why;
+  EXPECT_TRUE(has(tail2, "outside gemm2's window") && has(tail2, "136-172")) << tail2;
+  const auto past = sm90_knobs("mixtral-8x7b", 740, GateUpLayout::kInterleaved);  // 185 rows
+  EXPECT_TRUE(has(find(past, "gemm1.tall_tail")->why, "outside gemm1's window")) << find(past, "gemm1.tall_tail")->why;
+  // DeepSeek-V3's routing: the rows are counted over half the experts, and the reason says so.
+  const auto deepseek = sm90_knobs("deepseek-v3", 768, GateUpLayout::kConcatenated);
+  const std::string& ds = find(deepseek, "gemm1.tile")->why;
+  EXPECT_TRUE(has(ds, "over 128 expected experts") && has(ds, "half the 256 local ones")) << ds;
+  // Every knob of the backend gives a reason, at every preset and a spread of T.
+  for (const auto& preset : model_presets())
+    for (int64_t T : {1, 8, 64, 256, 1024, 4096}) {
+      MoeProblem p = preset.problem;
+      p.quant = QuantScheme::kNone;
+      for (const KnobSpec& k : knob_space({p, T, {}}, *DeviceTarget::named("sm90")))
+        if (!k.name.starts_with("fusion.")) EXPECT_FALSE(k.why.empty()) << preset.name << " T=" << T << " " << k.name;
+    }
+  // A caller's value: the setting keeps the heuristic's value and reason beside it, and explain prints it.
+  MoeProblem p = find_preset("mixtral-8x7b")->problem;
+  p.quant = QuantScheme::kNone;
+  PlanOptions off;
+  off.choice = {{{"gemm1.tall_tail", "off"}}};
+  const MoePlan plan = make_plan(p, 736, *DeviceTarget::named("sm90"), off);
+  ASSERT_TRUE(plan.runnable) << plan_refusal(plan);
+  for (const KnobSetting& k : plan.knobs) {
+    if (k.name == "gemm1.tall_tail") {
+      EXPECT_EQ(k.source, "caller");
+      EXPECT_TRUE(k.why.starts_with("the heuristic would take wide: 184.0 rows")) << k.why;
+    }
+    if (k.name == "gemm1.tile") EXPECT_TRUE(has(k.why, "184.0 rows")) << k.why;  // the heuristic's own value: its reason
+  }
+  EXPECT_TRUE(has(plan_to_text(plan), "    why: the heuristic would take wide: ")) << plan_to_text(plan);
+}
+
 // The 192 x 128 tile has both epilogues (the gated one and the plain TMA store in 64-row subtiles),
 // so it is a value of both GEMMs' tile knobs on Hopper whatever the layout and the fusions, and a plan
 // whose gemm1 runs it unfused (fusion.gemm1_activation=off: a plain gemm1) is runnable.

@@ -355,6 +355,20 @@ bool in_rows_window(double rows_per_expert, TallWindow which, RowsWindow gemm1, 
   return rows_per_expert >= w.min && rows_per_expert <= w.max;
 }
 
+// The heuristic's tile and why: `moekit explain` prints `why` under the knob (KnobSpec::why), so it
+// names the numbers the rule read and the bound it crossed.
+struct TileDecision {
+  GemmTile tile;
+  std::string why;
+};
+
+// An expert's weight size, in the classes the sm_90a rules use (moe_launch.h).
+std::string expert_size_words(int64_t n, int64_t k) {
+  const int64_t e = n * k;
+  const char* cls = e >= kSm90HugeExpert ? ">= 48M: huge" : e >= kSm90LargeExpert ? ">= 12M: large" : "< 12M";
+  return fmt::format("experts of {} x {} = {:.1f}M elements ({})", n, k, static_cast<double>(e) / (1 << 20), cls);
+}
+
 // The heuristic tile: expected rows per active expert = the most rows over the experts they can reach.
 // On a Hopper GPU above kSm90MinRows routed rows (from it, for large experts): the CUTLASS TMA + wgmma kernel, which streams the
 // weights faster than the cp.async kernels even at a few rows per expert, with a tile chosen by rows
@@ -363,25 +377,41 @@ bool in_rows_window(double rows_per_expert, TallWindow which, RowsWindow gemm1, 
 // the weight-streaming kernel up to kStreamMaxRowsPerExpert, except for a short K over many tiles
 // (below), and the mma.sync tiles above.
 // `tall`: the window of rows in which the heuristic takes the 192 x 128 tile (tall_window), if any.
-GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
+TileDecision decide_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
   const int64_t active = active_experts(max_rows, experts);
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   const bool large_expert = n * k >= kSm90LargeExpert;
   const bool huge_expert = n * k >= kSm90HugeExpert;
+  const std::string rows = fmt::format("{} routed rows over {} expected experts = {:.1f} rows an expected expert, {}", max_rows, active,
+                                       rows_per_expert, expert_size_words(n, k));
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
+    const double small_max = huge_expert ? kSm90HugeExpertSmallTileMaxRows : large_expert ? kSm90SmallTileMaxRows : kSm90MidTileMaxRows;
     if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
         (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert)) {
       const double cluster_max = huge_expert ? kSm90HugeExpertClusterMaxRows : large_expert ? kSm90LargeExpertClusterMaxRows : 0;
-      return rows_per_expert <= cluster_max ? GemmTile::kSm90M64N128C1x2 : GemmTile::kSm90M64N128C1x1;
+      if (rows_per_expert <= cluster_max)
+        return {GemmTile::kSm90M64N128C1x2,
+                fmt::format("{}: at most {:g} rows, the 64 x 128 tile in its 1 x 2 cluster (docs/perf-notes.md step 38)", rows, cluster_max)};
+      return {GemmTile::kSm90M64N128C1x1, fmt::format("{}: at most {:g} rows, the 64 x 128 tile{}", rows, small_max,
+                                                      cluster_max > 0 ? fmt::format(" without its cluster (above {:g} rows)", cluster_max) : "")};
     }
     // In the 192-row tile's window, experts of kSm90TallTailMinExpert elements or more take the
-    // 128 x 256 tile, whose tall tails (heuristic_tall_tail) hold their 129-192 rows on the 192 x 256
+    // 128 x 256 tile, whose tall tails (decide_tall_tail) hold their 129-192 rows on the 192 x 256
     // tile instead (docs/perf-notes.md step 46).
     if (in_rows_window(rows_per_expert, tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows},
-                       {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows}))
-      return n * k >= kSm90TallTailMinExpert ? GemmTile::kSm90M128N256C1x1 : GemmTile::kSm90M192N128C1x1;
-    return GemmTile::kSm90M128N256C1x1;
+                       {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows})) {
+      const bool gemm2 = tall == TallWindow::kGemm2;
+      const std::string window = fmt::format("the 192-row tile's window for {}, {:g}-{:g} rows", gemm2 ? "gemm2" : "gemm1 (gated epilogue)",
+                                             gemm2 ? kSm90TallGemm2MinRows : kSm90TallTileMinRows, gemm2 ? kSm90TallGemm2MaxRows : kSm90TallTileMaxRows);
+      if (n * k >= kSm90TallTailMinExpert)
+        return {GemmTile::kSm90M128N256C1x1,
+                fmt::format("{}: in {}, but experts of 6M elements or more take 128 x 256 with tall tails there (step 46)", rows, window)};
+      return {GemmTile::kSm90M192N128C1x1, fmt::format("{}: in {} (steps 36-37)", rows, window)};
+    }
+    return {GemmTile::kSm90M128N256C1x1, fmt::format("{}: above {:g} rows, the 128 x 256 tile", rows, small_max)};
   }
+  const std::string kernel = sm90 ? fmt::format("{} routed rows: below the sm_90a kernel's {} (64 for large experts)", max_rows, kSm90MinRows)
+                                  : std::string("no sm_90a kernel on this device");
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
   // stream to hide it behind, and over many waves of tiles the m16n64k64 tile (more CTAs per SM)
@@ -389,8 +419,13 @@ GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k,
   // DeepSeek-V3 T=64 gemm2 (K=2048, ~10,000 tiles) 642 us against 851 on stream_n8k128, Qwen3 T=64
   // gemm2 (K=768) also m16n64k64; with K >= 2880 (GPT-OSS, Mixtral, DeepSeek gemm1) the stream tiles win.
   const int64_t tiles = active * ((n + 63) / 64);
-  if (is_stream_tile(tile) && tile != GemmTile::kStreamN32 && k <= kShortK && tiles >= kManyTiles) return GemmTile::kM16N64;
-  return tile;
+  if (is_stream_tile(tile) && tile != GemmTile::kStreamN32 && k <= kShortK && tiles >= kManyTiles)
+    return {GemmTile::kM16N64, fmt::format("{}; {}: K={} <= {} over {} tiles of 64 columns (>= {}), m16n64k64 instead of the stream tile",
+                                           kernel, rows, k, kShortK, tiles, kManyTiles)};
+  return {tile, fmt::format("{}; {}: the tile for that many rows (choose_gemm_tile)", kernel, rows)};
+}
+GemmTile heuristic_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k, bool sm90, TallWindow tall = TallWindow::kNone) {
+  return decide_tile(max_rows, experts, n, k, sm90, tall).tile;
 }
 
 // What neither decode kernel takes, whatever T: quantized weights, f32 activations, and the router
@@ -476,7 +511,9 @@ std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
 // this list, and step 39's re-tune wrote a Mixtral T=8 row that the dispatcher then refused.
 KnobSpec decode_split_knob(const MoeProblem& p) {
   const int heuristic = decode_default_split(p.hidden, p.intermediate);
-  KnobSpec k{"decode.split", {}, std::to_string(heuristic), Stage::kGemm2};
+  KnobSpec k{"decode.split", {}, std::to_string(heuristic), Stage::kGemm2,
+             fmt::format("the decode layer's default: about as many k tiles a gemm2 tile as a gemm1 tile streams (I={} against H={}), at most 8",
+                         p.intermediate, p.hidden)};
   for (int split = 1; split <= kDecodeMaxSplit; ++split) {
     const bool power_of_two = (split & (split - 1)) == 0;
     if ((power_of_two || split == heuristic) && decode_split_is_legal(p.intermediate, split)) k.values.push_back(std::to_string(split));
@@ -501,7 +538,7 @@ TallWindow tall_window(const MoeProblem& p, bool first) {
   return gemm1_gated_epilogue(p) ? TallWindow::kGemm1 : TallWindow::kNone;
 }
 
-// Which of heuristic_tall_tail's windows for experts of kSm90HugeExpert elements or more a GEMM takes
+// Which of decide_tall_tail's windows for experts of kSm90HugeExpert elements or more a GEMM takes
 // (moe_launch.h kSm90HugeExpertWide*): gemm1's for gemm1 in either layout (interleaved W13 with the
 // gated epilogue, steps 47 a-c; concatenated with the plain one, -7.6% and -7.7% at 132 and 176 rows,
 // step 47 e), gemm2's for gemm2, none under routing that concentrates the rows (never measured).
@@ -517,12 +554,30 @@ TallWindow huge_expert_tail_window(const MoeProblem& p, bool first) {
 // kSm90TallTailMaxRows, which holds the 192 x 128 tile's windows, where heuristic_tile gives them the
 // 128 x 256 tile (step 46); larger experts (Mixtral-8x7B's) in the window `huge_window` names
 // (huge_expert_tail_window), step 47.
-bool heuristic_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow huge_window) {
-  if (heuristic != GemmTile::kSm90M128N256C1x1 || n * k < kSm90TallTailMinExpert) return false;
+struct TallTailDecision {
+  bool wide;
+  std::string why;
+};
+TallTailDecision decide_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow huge_window) {
+  if (heuristic != GemmTile::kSm90M128N256C1x1) return {false, "the tails run only beside the 128 x 256 tile, and the heuristic's tile is another"};
+  if (n * k < kSm90TallTailMinExpert)
+    return {false, fmt::format("{}: below the tails' 6M (step 42)", expert_size_words(n, k))};
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
-  if (n * k < kSm90HugeExpert) return rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
-  return in_rows_window(rows_per_expert, huge_window, {kSm90HugeExpertWideGemm1MinRows, kSm90HugeExpertWideGemm1MaxRows},
-                        {kSm90HugeExpertWideGemm2MinRows, kSm90HugeExpertWideGemm2MaxRows});
+  const std::string rows = fmt::format("{:.1f} rows an expected expert, {}", rows_per_expert, expert_size_words(n, k));
+  if (n * k < kSm90HugeExpert) {
+    const bool in = rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
+    return {in, fmt::format("{}: {} the window {:g}-{:g} rows for experts of 6M to 48M elements (steps 42-46)", rows, in ? "in" : "outside",
+                            kSm90TallTailMinRows, kSm90TallTailMaxRows)};
+  }
+  if (huge_window == TallWindow::kNone)
+    return {false, fmt::format("{}: routing that concentrates rows on a few experts, never measured with the tails", rows)};
+  const bool gemm2 = huge_window == TallWindow::kGemm2;
+  const RowsWindow w1{kSm90HugeExpertWideGemm1MinRows, kSm90HugeExpertWideGemm1MaxRows};
+  const RowsWindow w2{kSm90HugeExpertWideGemm2MinRows, kSm90HugeExpertWideGemm2MaxRows};
+  const RowsWindow w = gemm2 ? w2 : w1;
+  const bool in = in_rows_window(rows_per_expert, huge_window, w1, w2);
+  return {in, fmt::format("{}: {} {}'s window for experts of 48M elements or more, {:g}-{:g} rows (step 47)", rows, in ? "in" : "outside",
+                          gemm2 ? "gemm2" : "gemm1", w.min, w.max)};
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
@@ -536,36 +591,54 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     if (sm90)
       for (GemmTile t : kSm90Tiles) names.emplace_back(gemm_tile_name(t));
     const Stage stage = first ? Stage::kGemm1 : Stage::kGemm2;
-    const GemmTile heuristic =
-        heuristic_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall_window(p, first));
-    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, std::string(gemm_tile_name(heuristic)), stage});
+    const TileDecision tile = decide_tile(rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), sm90, tall_window(p, first));
+    const GemmTile heuristic = tile.tile;
+    const std::string concentrated =
+        routing_concentrates(p) ? fmt::format(" (expected experts: half the {} local ones, since DeepSeek-V3's correction bias concentrates "
+                                              "the rows)", p.local_experts())
+                                : "";
+    knobs.push_back({first ? "gemm1.tile" : "gemm2.tile", names, std::string(gemm_tile_name(heuristic)), stage, tile.why + concentrated});
     // The order in which the sm_90a kernel hands out its tiles (sm90_grouped_gemm.h, Sm90TileOrder):
     // auto claims them on a tile without a cluster while every expert fits one M tile of it, where
     // the claimed order measured 1-5% faster a GEMM, and keeps the fixed order elsewhere, where
     // claimed measured from 8% faster to 13% slower (docs/perf-notes.md steps 23-25).
-    if (sm90) knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage});
+    if (sm90)
+      knobs.push_back({first ? "gemm1.order" : "gemm2.order", {"auto", "fixed", "claimed"}, "auto", stage,
+                       "decided on the device from the routing: claimed on a tile without a cluster while every expert fits one M tile, "
+                       "fixed elsewhere (steps 23-25)"});
     // The tail split of the sm_90a cooperative tiles (Sm90TailSplit): auto runs the last round
     // stream-K where that measured faster (a few whole rounds and a sparse last one: Mixtral's gemm2
     // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
-    if (sm90) knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage});
+    if (sm90)
+      knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage,
+                       "decided on the device from the tile count: the last round runs stream-K on the cooperative tiles without a "
+                       "cluster after 1-8 whole rounds when it fills at most half the grid (step 32); not beside the tall tails (step 47 g)"});
     // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
     // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only, on by
-    // default (wide) where heuristic_tall_tail measured faster. `on` runs the tails on the 192 x 128
+    // default (wide) where decide_tall_tail measured faster. `on` runs the tails on the 192 x 128
     // tile, `wide` on the 192 x 256 one (docs/perf-notes.md step 43).
     if (sm90) {
-      const bool tall_tail =
-          heuristic_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), huge_expert_tail_window(p, first));
-      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail ? "wide" : "off", stage});
+      const TallTailDecision tall_tail =
+          decide_tall_tail(heuristic, rows, expected_experts(p), gemm_n(p, first), gemm_k(p, first), huge_expert_tail_window(p, first));
+      knobs.push_back({first ? "gemm1.tall_tail" : "gemm2.tall_tail", {"off", "on", "wide"}, tall_tail.wide ? "wide" : "off", stage,
+                       tall_tail.why});
     }
     // The split matters only where the stream tiles can run clusters.
     if (cluster_split_available(device.compute_capability))
-      knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage});
+      knobs.push_back({first ? "gemm1.split" : "gemm2.split", {std::begin(kSplits), std::end(kSplits)}, "auto", stage,
+                       "the stream tiles' K split over a cluster, from the grid (stream_gemm_launch.cuh); the other tiles ignore it"});
   }
   // gemm2's first weight stages under gemm1's tail (sm90_overlap below): auto where the rows rule
   // measured faster, on wherever the tiles allow it (both GEMMs on the sm_90a kernel, gemm2 on the
   // 64 x 128 tile without a cluster), off never. A knob of both GEMMs' stages; it is gemm2's weights
   // that move.
-  if (sm90) knobs.push_back({"gemm2.overlap", {"auto", "on", "off"}, "auto", Stage::kGemm2});
+  if (sm90) {
+    const int64_t limit = sm90_overlap_max_rows_per_expert(gemm_n(p, false) * gemm_k(p, false));
+    knobs.push_back({"gemm2.overlap", {"auto", "on", "off"}, "auto", Stage::kGemm2,
+                     fmt::format("decided per call: on where both GEMMs run the sm_90a kernel, gemm2 on the 64 x 128 tile without a cluster, "
+                                 "at most {} routed rows an expected expert (the limit for gemm2's {}; steps 27 c, 35), with PDL on",
+                                 limit, expert_size_words(gemm_n(p, false), gemm_k(p, false)))});
+  }
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
   return knobs;
