@@ -9,6 +9,7 @@
 set -uo pipefail
 source scripts/device-ab.sh
 device_call_begin "${LIMIT:-560}" "$1" moekit
+"$B" explain --preset mixtral-8x7b --quant none -T 736 --gate-up interleaved > "$OUT/r/explain-mixtral-736.txt" 2>&1  # the why lines (15b399a)
 export DEVICE_AB_SETS=12
 [ "$(device_left)" -gt 40 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 for t in 736 720; do
