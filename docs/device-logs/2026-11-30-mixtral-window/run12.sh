@@ -11,10 +11,10 @@ source scripts/device-ab.sh
 device_call_begin "${LIMIT:-560}" "$1" moekit
 "$B" explain --preset mixtral-8x7b --quant none -T 736 --gate-up interleaved > "$OUT/r/explain-mixtral-736.txt" 2>&1  # the why lines (15b399a)
 export DEVICE_AB_SETS=12
-[ "$(device_left)" -gt 40 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 for t in 736 720; do
-  [ "$(device_left)" -gt 40 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
+  [ "$(device_left)" -gt 30 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
 done
+[ "$(device_left)" -gt 30 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 DEVICE_AB_SETS=24
 [ "$(device_left)" -gt 60 ] && device_ab_inproc r/aa24/mixtral-8x7b-736 mixtral-8x7b 736 "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
 echo "# total $((SECONDS - DEVICE_START))s"
