@@ -410,7 +410,8 @@ TileDecision decide_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k
     }
     return {GemmTile::kSm90M128N256C1x1, fmt::format("{}: above {:g} rows, the 128 x 256 tile", rows, small_max)};
   }
-  const std::string kernel = sm90 ? fmt::format("{} routed rows: below the sm_90a kernel's {} (64 for large experts)", max_rows, kSm90MinRows)
+  const std::string kernel = sm90 ? fmt::format("the sm_90a kernel takes more than {} routed rows ({} or more for experts of 12M "
+                                                "elements or more)", kSm90MinRows, kSm90MinRows)
                                   : std::string("no sm_90a kernel on this device");
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
