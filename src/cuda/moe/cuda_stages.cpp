@@ -612,8 +612,9 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
     // at T = 1024..4096, -2..-7% a GEMM; docs/perf-notes.md step 32), decided on the device.
     if (sm90)
       knobs.push_back({first ? "gemm1.tail" : "gemm2.tail", {"auto", "off"}, "auto", stage,
-                       "decided on the device from the tile count: the last round runs stream-K on the cooperative tiles without a "
-                       "cluster after 1-8 whole rounds when it fills at most half the grid (step 32); not beside the tall tails (step 47 g)"});
+                       "decided on the device from the expert offsets: the last round runs stream-K on the cooperative tiles without a "
+                       "cluster, under the fixed order, after 1-8 whole rounds when at most half a round is left and a tile has 16 "
+                       "k-tiles or more (step 32); not in a head beside its tall tails (step 47 g)"});
     // The experts' tall tails (an expert's last two M tiles, when the last holds at most 64 rows, as
     // one 192-row tile in a second launch; sm90_tall_tail below): on the 128-row tiles only, on by
     // default (wide) where decide_tall_tail measured faster. `on` runs the tails on the 192 x 128
