@@ -11,6 +11,7 @@
 #   device_ab r/ab/mixtral-32 mixtral-8x7b 32 "" "gemm1.tile=sm90_m64n128k128_c1x1"
 #   device_ab_inproc r/ab/mixtral-736 mixtral-8x7b 736 "" "gemm1.tall_tail=off"   # one process, paired by set
 #   device_ctest_gpu r/ctest-gpu.txt -R 'MoeCuda\.'
+#   device_tables                                       # the full table and its deterministic twin
 #
 # device_ab runs the variants (v0 the first, usually "" for the heuristic; each a --choice string)
 # in turns, forward then backward, one set of three samples each, and appends each variant's best
@@ -93,4 +94,19 @@ device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
   timeout $(($(device_left) - 5)) ctest --test-dir build/device -L gpu -j 4 --output-on-failure "$@" > "$log" 2>&1
   echo "# ctest -L gpu $* rc=$? $((SECONDS - t0))s"
   grep -E "tests passed|tests failed|Failed|Not Run|Timeout|Total Test" "$log" | head -20
+}
+
+# The full table and its deterministic twin (docs/benchmarks.md's protocol: the four presets at the
+# seven token counts, two sets of five samples, --refcheck, W13 interleaved), each skipped when less
+# than 60 s are left and cut 5 s before the call's end: $OUT/r/{table,det}.{txt,csv,json}.
+device_tables() {
+  local mode t0 extra
+  for mode in table det; do
+    [ "$(device_left)" -lt 60 ] && { echo "# skipped $mode"; continue; }
+    t0=$SECONDS
+    extra=(); [ $mode = det ] && extra=(--deterministic)
+    timeout $(($(device_left) - 5)) "$B" bench --backend cuda --quant none --tokens 1,8,64,256,1024,4096,16384 --sets 2 --reps 5 \
+      --no-baseline --refcheck --gate-up interleaved "${extra[@]}" --csv "$OUT/r/$mode.csv" --json "$OUT/r/$mode.json" > "$OUT/r/$mode.txt" 2>&1
+    echo "== $mode rc=$? ($((SECONDS - t0))s)"
+  done
 }

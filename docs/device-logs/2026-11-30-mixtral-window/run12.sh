@@ -4,7 +4,7 @@
 # off, wider than the "within about 2%" predicted. So: A/A runs (the same plan twice in one process)
 # and A/B/A/B runs (two copies of each plan, so v2 against v0 is the A/A and v1, v3 the A/B), at
 # Mixtral T = 736, 720 (the window's edge, 13% p10-p90 spread in call 11) and Qwen3 T=1024 (0.6%
-# in the H200 table), with 12 sets instead of 6, and 24 at T=736.
+# in the H200 table), with 12 sets instead of 6, and 24 at T=736; then the full table (device_tables).
 # Predicted: an A/A median within 0.5% and sets within ±3% at Mixtral; tighter at Qwen3.
 set -uo pipefail
 source scripts/device-ab.sh
@@ -17,4 +17,7 @@ done
 [ "$(device_left)" -gt 30 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 DEVICE_AB_SETS=24
 [ "$(device_left)" -gt 60 ] && device_ab_inproc r/aa24/mixtral-8x7b-736 mixtral-8x7b 736 "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
+# Then the full table and its deterministic twin, if the call has time (none has run on an H200
+# since b7a1afa; session 30's, at 893be5c, ran on an H100).
+device_tables
 echo "# total $((SECONDS - DEVICE_START))s"
