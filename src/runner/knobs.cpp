@@ -69,18 +69,19 @@ Status check_choice(const PlanQuery& query, const DeviceTarget& device, const Ke
 ResolvedKnobs resolve_knobs(const PlanQuery& query, const DeviceTarget& device, const PlanOptions& options,
                             const std::vector<KnobSpec>& space, const Registry& registry) {
   ResolvedKnobs r;
-  std::map<std::string, std::string> why;  // the heuristic's reason, by knob
   for (const KnobSpec& k : space) {
     r.settings[k.name] = {k.name, k.heuristic, "heuristic", k.why};
     r.heuristic[k.name] = k.heuristic;
-    why[k.name] = k.why;
   }
+  // A chosen value replaces the heuristic's setting; its reason stays, said as the heuristic's where
+  // the value differs. (check_choice has made sure every chosen knob is in the space.)
   auto apply = [&](const KernelChoice& c, const std::string& source) {
     for (const auto& [name, value] : c.knobs) {
-      const std::string& h = r.heuristic[name];
-      std::string w = why[name];
-      if (value != h && !w.empty()) w = fmt::format("the heuristic would take {}: {}", h, w);
-      r.settings[name] = {name, value, source, std::move(w)};
+      KnobSetting& k = r.settings[name];
+      if (value != k.value && !k.why.empty()) k.why = fmt::format("the heuristic would take {}: {}", k.value, k.why);
+      k.name = name;
+      k.value = value;
+      k.source = source;
     }
   };
   if (!options.choice.knobs.empty()) {

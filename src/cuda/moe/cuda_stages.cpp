@@ -349,9 +349,11 @@ struct RowsWindow {
 // Whether `rows_per_expert` lies in the window `which` names (none, gemm1's or gemm2's): the one
 // test both the 192 x 128 tile's windows (tall_window) and the huge experts' tall-tail windows
 // (huge_expert_tail_window) go through.
+// The window `which` names (gemm1's or gemm2's; not kNone).
+RowsWindow window_of(TallWindow which, RowsWindow gemm1, RowsWindow gemm2) { return which == TallWindow::kGemm2 ? gemm2 : gemm1; }
 bool in_rows_window(double rows_per_expert, TallWindow which, RowsWindow gemm1, RowsWindow gemm2) {
   if (which == TallWindow::kNone) return false;
-  const RowsWindow w = which == TallWindow::kGemm2 ? gemm2 : gemm1;
+  const RowsWindow w = window_of(which, gemm1, gemm2);
   return rows_per_expert >= w.min && rows_per_expert <= w.max;
 }
 
@@ -362,10 +364,16 @@ struct TileDecision {
   std::string why;
 };
 
+// A bound of moe_launch.h in elements, as the reasons print it ("48M": 48 << 20), so the text follows
+// the constant.
+std::string mega(int64_t elements) { return fmt::format("{}M", elements >> 20); }
+
 // An expert's weight size, in the classes the sm_90a rules use (moe_launch.h).
 std::string expert_size_words(int64_t n, int64_t k) {
   const int64_t e = n * k;
-  const char* cls = e >= kSm90HugeExpert ? ">= 48M: huge" : e >= kSm90LargeExpert ? ">= 12M: large" : "< 12M";
+  const std::string cls = e >= kSm90HugeExpert    ? ">= " + mega(kSm90HugeExpert) + ": huge"
+                          : e >= kSm90LargeExpert ? ">= " + mega(kSm90LargeExpert) + ": large"
+                                                  : "< " + mega(kSm90LargeExpert);
   return fmt::format("experts of {} x {} = {:.1f}M elements ({})", n, k, static_cast<double>(e) / (1 << 20), cls);
 }
 
@@ -400,18 +408,18 @@ TileDecision decide_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k
     // tile instead (docs/perf-notes.md step 46).
     if (in_rows_window(rows_per_expert, tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows},
                        {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows})) {
-      const bool gemm2 = tall == TallWindow::kGemm2;
-      const std::string window = fmt::format("the 192-row tile's window for {}, {:g}-{:g} rows", gemm2 ? "gemm2" : "gemm1 (gated epilogue)",
-                                             gemm2 ? kSm90TallGemm2MinRows : kSm90TallTileMinRows, gemm2 ? kSm90TallGemm2MaxRows : kSm90TallTileMaxRows);
+      const RowsWindow w = window_of(tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows}, {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows});
+      const std::string window = fmt::format("the 192-row tile's window for {}, {:g}-{:g} rows",
+                                             tall == TallWindow::kGemm2 ? "gemm2" : "gemm1 (gated epilogue)", w.min, w.max);
       if (n * k >= kSm90TallTailMinExpert)
-        return {GemmTile::kSm90M128N256C1x1,
-                fmt::format("{}: in {}, but experts of 6M elements or more take 128 x 256 with tall tails there (step 46)", rows, window)};
+        return {GemmTile::kSm90M128N256C1x1, fmt::format("{}: in {}, but experts of {} elements or more take 128 x 256 with tall tails there "
+                                                         "(step 46)", rows, window, mega(kSm90TallTailMinExpert))};
       return {GemmTile::kSm90M192N128C1x1, fmt::format("{}: in {} (steps 36-37)", rows, window)};
     }
     return {GemmTile::kSm90M128N256C1x1, fmt::format("{}: above {:g} rows, the 128 x 256 tile", rows, small_max)};
   }
-  const std::string kernel = sm90 ? fmt::format("the sm_90a kernel takes more than {} routed rows ({} or more for experts of 12M "
-                                                "elements or more)", kSm90MinRows, kSm90MinRows)
+  const std::string kernel = sm90 ? fmt::format("the sm_90a kernel takes more than {} routed rows ({} or more for experts of {} "
+                                                "elements or more)", kSm90MinRows, kSm90MinRows, mega(kSm90LargeExpert))
                                   : std::string("no sm_90a kernel on this device");
   const GemmTile tile = choose_gemm_tile(rows_per_expert);
   // A stream CTA (two per SM) pays its pipeline fill once per tile; with a short K there is little
@@ -513,8 +521,8 @@ std::optional<std::string> decode_layer_prefers_stages(const PlanQuery&) {
 KnobSpec decode_split_knob(const MoeProblem& p) {
   const int heuristic = decode_default_split(p.hidden, p.intermediate);
   KnobSpec k{"decode.split", {}, std::to_string(heuristic), Stage::kGemm2,
-             fmt::format("the decode layer's default: about as many k tiles a gemm2 tile as a gemm1 tile streams (I={} against H={}), at most 8",
-                         p.intermediate, p.hidden)};
+             fmt::format("the decode layer's default: about as many k tiles a gemm2 tile as a gemm1 tile streams (I={} against H={}), at most {}",
+                         p.intermediate, p.hidden, kDecodeMaxSplit)};
   for (int split = 1; split <= kDecodeMaxSplit; ++split) {
     const bool power_of_two = (split & (split - 1)) == 0;
     if ((power_of_two || split == heuristic) && decode_split_is_legal(p.intermediate, split)) k.values.push_back(std::to_string(split));
@@ -562,23 +570,22 @@ struct TallTailDecision {
 TallTailDecision decide_tall_tail(GemmTile heuristic, int64_t max_rows, int64_t experts, int64_t n, int64_t k, TallWindow huge_window) {
   if (heuristic != GemmTile::kSm90M128N256C1x1) return {false, "the tails run only beside the 128 x 256 tile, and the heuristic's tile is another"};
   if (n * k < kSm90TallTailMinExpert)
-    return {false, fmt::format("{}: below the tails' 6M (step 42)", expert_size_words(n, k))};
+    return {false, fmt::format("{}: below the tails' {} (step 42)", expert_size_words(n, k), mega(kSm90TallTailMinExpert))};
   const double rows_per_expert = rows_per_expected_expert(max_rows, experts);
   const std::string rows = fmt::format("{:.1f} rows an expected expert, {}", rows_per_expert, expert_size_words(n, k));
   if (n * k < kSm90HugeExpert) {
     const bool in = rows_per_expert >= kSm90TallTailMinRows && rows_per_expert <= kSm90TallTailMaxRows;
-    return {in, fmt::format("{}: {} the window {:g}-{:g} rows for experts of 6M to 48M elements (steps 42-46)", rows, in ? "in" : "outside",
-                            kSm90TallTailMinRows, kSm90TallTailMaxRows)};
+    return {in, fmt::format("{}: {} the window {:g}-{:g} rows for experts of {} to {} elements (steps 42-46)", rows, in ? "in" : "outside",
+                            kSm90TallTailMinRows, kSm90TallTailMaxRows, mega(kSm90TallTailMinExpert), mega(kSm90HugeExpert))};
   }
   if (huge_window == TallWindow::kNone)
     return {false, fmt::format("{}: routing that concentrates rows on a few experts, never measured with the tails", rows)};
-  const bool gemm2 = huge_window == TallWindow::kGemm2;
   const RowsWindow w1{kSm90HugeExpertWideGemm1MinRows, kSm90HugeExpertWideGemm1MaxRows};
   const RowsWindow w2{kSm90HugeExpertWideGemm2MinRows, kSm90HugeExpertWideGemm2MaxRows};
-  const RowsWindow w = gemm2 ? w2 : w1;
+  const RowsWindow w = window_of(huge_window, w1, w2);
   const bool in = in_rows_window(rows_per_expert, huge_window, w1, w2);
-  return {in, fmt::format("{}: {} {}'s window for experts of 48M elements or more, {:g}-{:g} rows (step 47)", rows, in ? "in" : "outside",
-                          gemm2 ? "gemm2" : "gemm1", w.min, w.max)};
+  return {in, fmt::format("{}: {} {}'s window for experts of {} elements or more, {:g}-{:g} rows (step 47)", rows, in ? "in" : "outside",
+                          huge_window == TallWindow::kGemm2 ? "gemm2" : "gemm1", mega(kSm90HugeExpert), w.min, w.max)};
 }
 
 std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device) {
