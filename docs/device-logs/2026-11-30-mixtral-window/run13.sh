@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # Session 31, call 13: the rest of run12.sh on the machine call 12 left warm (call 12's full
 # `ctest -L gpu` takes most of a call), then the tuned table checked against the heuristic.
-#  1. explain at Mixtral T=736 (the why lines), the A/B/A/B and A/A runs of `bench --ab`, as run12.sh
-#     (v2 against v0 is the A/A: its set range is the noise a paired change must beat).
-#  2. The full table and its deterministic twin (device_tables): none on an H200 since b7a1afa.
-#  3. On an H200 only: `moekit tune --run-config bench/tune/h200.csv --compare`, every row of the
-#     table at the token count it was tuned at against the heuristic. The rows predate steps 36-47
+#  1. explain at Mixtral T=736 (the why lines); the full table and its deterministic twin
+#     (device_tables): none on an H200 since b7a1afa.
+#  2. On an H200 only: `moekit tune --run-config ROW --compare` for each row of bench/tune/h200.csv,
+#     the row at the token count it was tuned at against the heuristic. The rows predate steps 36-47
 #     (docs/tune.md); step 40's rule keeps a row only where the bench confirms it. Predicted: most
 #     rows at or slower than the heuristic, GPT-OSS T=4096's (fixed order, no tall tails) among them.
+#  3. In the time left, run12.sh's A/B/A/B and A/A runs of `bench --ab` (v2 against v0 is the A/A:
+#     its set range is the noise a paired change must beat).
 set -uo pipefail
 source scripts/device-ab.sh
 device_call_begin "${LIMIT:-585}" "$1" moekit
 "$B" explain --preset mixtral-8x7b --quant none -T 736 --gate-up interleaved > "$OUT/r/explain-mixtral-736.txt" 2>&1
+device_tables
+# Each tuned row alone (a one-row table: its header and the row), so that a cut call keeps the rows
+# it finished: `tune --run-config` prints only after timing every shape with the table and again
+# without it.
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  mkdir -p "$OUT/r/rows" /tmp/rows
+  n=0
+  while IFS= read -r row; do
+    n=$((n + 1))
+    [ "$(device_left)" -gt 90 ] || { echo "# row $n and later skipped"; break; }
+    { head -2 bench/tune/h200.csv; echo "$row"; } > /tmp/rows/row$n.csv
+    timeout $(($(device_left) - 5)) "$B" tune --run-config /tmp/rows/row$n.csv --compare --backend cuda --no-progress \
+      --reference-cache /tmp/refs > "$OUT/r/rows/row$n.txt" 2>&1 || echo "== row $n rc=$?"
+    grep -h "speedup\|FAILED" "$OUT/r/rows/row$n.txt" | sed "s/^/row $n: /"
+  done < <(tail -n +3 bench/tune/h200.csv)
+fi
 export DEVICE_AB_SETS=12
 for t in 736 720; do
-  [ "$(device_left)" -gt 200 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
+  [ "$(device_left)" -gt 60 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
 done
-[ "$(device_left)" -gt 200 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
-device_tables
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ "$(device_left)" -gt 60 ]; then
-  t0=$SECONDS
-  timeout $(($(device_left) - 5)) "$B" tune --run-config bench/tune/h200.csv --compare --backend cuda --no-progress \
-    --reference-cache /tmp/refs > "$OUT/r/tune-h200-compare.txt" 2>&1
-  echo "== tune --run-config h200.csv --compare rc=$? ($((SECONDS - t0))s)"
-  tail -45 "$OUT/r/tune-h200-compare.txt"
-fi
+[ "$(device_left)" -gt 40 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 echo "# total $((SECONDS - DEVICE_START))s"
