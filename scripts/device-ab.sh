@@ -4,7 +4,8 @@
 # binary, after scripts/device-build.sh).
 #
 #   source scripts/device-ab.sh
-#   device_call_begin 585 COMMIT moekit gpu_tests   # the clock, the pack at exit, the build, B; by hand:
+#   device_call_begin 585 COMMIT moekit gpu_tests   # the clock, the pack at exit, the build, B
+#   device_call_prebuilt 585 COMMIT                  # the same, on build/carry/prebuilt.tar.xz; or by hand:
 #     device_call_start 585            # prints the GPU, starts the clock (seconds the call may use)
 #     trap device_pack EXIT            # $OUT/r into $OUT/r.tgz at the end
 #     scripts/device-build.sh COMMIT "$OUT/r" moekit gpu_tests && B=build/device/bin/moekit
@@ -37,6 +38,18 @@ device_call_begin() {  # LIMIT COMMIT TARGET...
   trap device_pack EXIT
   scripts/device-build.sh "$2" "$OUT/r" "${@:3}" -- -DCMAKE_CUDA_FLAGS= || exit 1
   B=build/device/bin/moekit
+}
+
+# The same start for a call that runs this machine's build instead of building
+# (scripts/prepare-device-prebuilt.sh packed it into build/carry/prebuilt.tar.xz): no build time, B
+# and device_ctest_gpu on that build. COMMIT labels the call; the pack names the commit it was built at.
+device_call_prebuilt() {  # LIMIT COMMIT
+  device_call_start "$1"
+  trap device_pack EXIT
+  tar -xJf build/carry/prebuilt.tar.xz || exit 1
+  DEVICE_BUILD_DIR=$(dirname "$(tar -tJf build/carry/prebuilt.tar.xz | grep -m1 /PREBUILT_COMMIT)")
+  echo "# prebuilt $DEVICE_BUILD_DIR at $(cat "$DEVICE_BUILD_DIR/PREBUILT_COMMIT"), call label $2"
+  B=$DEVICE_BUILD_DIR/bin/moekit
 }
 
 device_left() { echo $((DEVICE_LIMIT - (SECONDS - DEVICE_START))); }
@@ -83,7 +96,8 @@ device_ab_inproc() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
 # build's file is seeded once from step 38's call 4), in the call's time left less 5 s. Extra
 # arguments go to ctest (e.g. -R to run some).
 device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
-  local log="$OUT/$1" costs=build/device/Testing/Temporary/CTestCostData.txt
+  local dir=${DEVICE_BUILD_DIR:-build/device}
+  local log="$OUT/$1" costs=$dir/Testing/Temporary/CTestCostData.txt
   shift
   if [ ! -f "$costs" ]; then
     mkdir -p "$(dirname "$costs")"
@@ -91,7 +105,7 @@ device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
       echo "---"; } > "$costs"
   fi
   local t0=$SECONDS
-  timeout $(($(device_left) - 5)) ctest --test-dir build/device -L gpu -j 4 --output-on-failure "$@" > "$log" 2>&1
+  timeout $(($(device_left) - 5)) ctest --test-dir "$dir" -L gpu -j 4 --output-on-failure "$@" > "$log" 2>&1
   echo "# ctest -L gpu $* rc=$? $((SECONDS - t0))s"
   grep -E "tests passed|tests failed|Failed|Not Run|Timeout|Total Test" "$log" | head -20
 }

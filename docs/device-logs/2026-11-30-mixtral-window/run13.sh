@@ -11,7 +11,7 @@
 #     its set range is the noise a paired change must beat).
 set -uo pipefail
 source scripts/device-ab.sh
-device_call_begin "${LIMIT:-585}" "$1" moekit
+device_call_prebuilt "${LIMIT:-585}" "$1"
 "$B" explain --preset mixtral-8x7b --quant none -T 736 --gate-up interleaved > "$OUT/r/explain-mixtral-736.txt" 2>&1
 device_tables
 # Each tuned row alone (a one-row table: its header and the row), so that a cut call keeps the rows
