@@ -21,6 +21,10 @@ if ! grep -q "^MOEKIT_CUDA_ARCHS:STRING=.*90a" "$BUILD/CMakeCache.txt"; then
   echo "$BUILD is not built for sm_90a (MOEKIT_CUDA_ARCHS)" >&2
   exit 1
 fi
+# The commit label `moekit bench` prints is taken at configure time (CMakeLists.txt): configure again
+# so that it names this tree, then rebuild what it touches (cmd_bench.cpp, the moekit program).
+cmake -S . -B "$BUILD" > /dev/null
+cmake --build "$BUILD" > /dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 programs=("$BUILD/bin/moekit")

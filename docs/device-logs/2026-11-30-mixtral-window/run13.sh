@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Session 31, call 13: the rest of run12.sh on the machine call 12 left warm (call 12's full
-# `ctest -L gpu` takes most of a call), then the tuned table checked against the heuristic.
+# Written in session 31 for the next call (on the prebuilt build, scripts/prepare-device-prebuilt.sh):
+# what call 12 had no time for, and the tuned H200 table checked against the heuristic.
 #  1. explain at Mixtral T=736 (the why lines); the full table and its deterministic twin
 #     (device_tables): none on an H200 since b7a1afa.
 #  2. On an H200 only: `moekit tune --run-config ROW --compare` for each row of bench/tune/h200.csv,
 #     the row at the token count it was tuned at against the heuristic. The rows predate steps 36-47
 #     (docs/tune.md); step 40's rule keeps a row only where the bench confirms it. Predicted: most
 #     rows at or slower than the heuristic, GPT-OSS T=4096's (fixed order, no tall tails) among them.
-#  3. In the time left, run12.sh's A/B/A/B and A/A runs of `bench --ab` (v2 against v0 is the A/A:
-#     its set range is the noise a paired change must beat).
+#  3. In the time left, the rest of run12.sh's A/B/A/B and A/A runs of `bench --ab` (call 12 ran
+#     T=736: the A/A -0.1%, its sets -3.3..+5.8%).
 set -uo pipefail
 source scripts/device-ab.sh
 device_call_prebuilt "${LIMIT:-585}" "$1"
@@ -30,8 +30,6 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   done < <(tail -n +3 bench/tune/h200.csv)
 fi
 export DEVICE_AB_SETS=12
-for t in 736 720; do
-  [ "$(device_left)" -gt 60 ] && device_ab_inproc r/abab/mixtral-8x7b-$t mixtral-8x7b $t "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
-done
+[ "$(device_left)" -gt 60 ] && device_ab_inproc r/abab/mixtral-8x7b-720 mixtral-8x7b 720 "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"
 [ "$(device_left)" -gt 40 ] && device_ab_inproc r/aa/qwen3-1024 qwen3-30b-a3b 1024 "" ""
 echo "# total $((SECONDS - DEVICE_START))s"
