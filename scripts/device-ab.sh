@@ -50,6 +50,10 @@ device_call_prebuilt() {  # LIMIT COMMIT
   DEVICE_BUILD_DIR=$(dirname "$(tar -tJf build/carry/prebuilt.tar.xz | grep -m1 /PREBUILT_COMMIT)")
   echo "# prebuilt $DEVICE_BUILD_DIR at $(cat "$DEVICE_BUILD_DIR/PREBUILT_COMMIT"), call label $2"
   B=$DEVICE_BUILD_DIR/bin/moekit
+  # The CTest files name the programs by absolute path: the pack runs only where the checkout sits
+  # at the path it was built at (/work/main on both machines so far).
+  grep -q "^# Source directory: $PWD\$" "$DEVICE_BUILD_DIR/CTestTestfile.cmake" \
+    || echo "# $DEVICE_BUILD_DIR was built at another path than $PWD: $(grep -m1 'Source directory' "$DEVICE_BUILD_DIR/CTestTestfile.cmake")"
   # cuBLAS (moekit and the bench test) was linked here from /usr/local/cuda/lib (the RUNPATH);
   # wherever the device's toolkit keeps it, the loader finds it so.
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
