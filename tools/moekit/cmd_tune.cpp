@@ -136,6 +136,20 @@ void print_report(const tune::ShapeReport& r, size_t i, size_t n) {
   }
 }
 
+// One shape of --run-config: its time with the table and (with --compare) the heuristic's.
+void print_production(const tune::TuneShape& shape, size_t i, size_t n, const std::string& table, const tune::WorkerResult& a,
+                      const tune::WorkerResult* heuristic) {
+  const bool interleaved = shape.problem.gate_up_layout == GateUpLayout::kInterleaved;
+  fmt::print("shape {}/{}  {}{}\n  with {}: {}\n", i + 1, n, problem_summary(shape.problem, shape.tokens), interleaved ? " gate_up=interleaved" : "",
+             table, a.ok ? fmt::format("{:.1f} us ({})", a.median_us, a.tuning) : "FAILED: " + a.failure);
+  if (heuristic != nullptr) {
+    const auto& b = *heuristic;
+    fmt::print("  heuristic: {}{}\n", b.ok ? fmt::format("{:.1f} us", b.median_us) : "FAILED: " + b.failure,
+               a.ok && b.ok && a.median_us > 0 ? fmt::format("   speedup {:.2f}x", b.median_us / a.median_us) : "");
+  }
+  std::fflush(stdout);  // a run cut short (a timeout, a lost machine) keeps the shapes it printed
+}
+
 // Shapes for --run-config without -i: every row of the table at the token count it was tuned at.
 Result<std::vector<tune::TuneShape>> shapes_of_table(const std::string& path) {
   auto t = TuningTable::load(path);
@@ -178,21 +192,19 @@ int tune(const TuneCliOptions& c) {
     if (!c.compare) return 0;
     table = c.output;
   }
-  // The production path with the table (and, with --compare, without it).
-  auto after = tune::run_production(*shapes, table, o);
-  if (!after.ok()) return fail(after.status());
-  Result<std::vector<tune::Measured>> before = std::vector<tune::Measured>{};
-  if (c.compare) before = tune::run_production(*shapes, "", o);
-  if (!before.ok()) return fail(before.status());
+  // The production path with the table (and, with --compare, without it right after), one shape at
+  // a time and printed as it is measured: the two runs of a shape are close in time, and a run cut
+  // short keeps what it printed. The workers' own progress bars would show 1/1 for each shape.
+  tune::TuneOptions each = o;
+  each.progress = false;
   for (size_t i = 0; i < shapes->size(); ++i) {
-    const auto& a = (*after)[i].result;
-    fmt::print("{}\n  with {}: {}\n", problem_summary((*shapes)[i].problem, (*shapes)[i].tokens), table,
-               a.ok ? fmt::format("{:.1f} us ({})", a.median_us, a.tuning) : "FAILED: " + a.failure);
-    if (c.compare) {
-      const auto& b = (*before)[i].result;
-      fmt::print("  heuristic: {}{}\n", b.ok ? fmt::format("{:.1f} us", b.median_us) : "FAILED: " + b.failure,
-                 a.ok && b.ok && a.median_us > 0 ? fmt::format("   speedup {:.2f}x", b.median_us / a.median_us) : "");
-    }
+    const std::vector<tune::TuneShape> one{(*shapes)[i]};
+    auto after = tune::run_production(one, table, each);
+    if (!after.ok()) return fail(after.status());
+    Result<std::vector<tune::Measured>> before = std::vector<tune::Measured>{};
+    if (c.compare) before = tune::run_production(one, "", each);
+    if (!before.ok()) return fail(before.status());
+    print_production(one[0], i, shapes->size(), table, after->front().result, c.compare ? &before->front().result : nullptr);
   }
   return 0;
 }
