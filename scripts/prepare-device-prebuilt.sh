@@ -21,8 +21,9 @@ if ! grep -q "^MOEKIT_CUDA_ARCHS:STRING=.*90a" "$BUILD/CMakeCache.txt"; then
   echo "$BUILD is not built for sm_90a (MOEKIT_CUDA_ARCHS)" >&2
   exit 1
 fi
-# The commit label `moekit bench` prints is taken at configure time (CMakeLists.txt): configure again
-# so that it names this tree, then rebuild what it touches (cmd_bench.cpp, the moekit program).
+# The commit label `moekit bench` prints is taken at configure time (CMakeLists.txt; a commit makes
+# the next build configure again, but an edit since the last commit does not turn it "-dirty"):
+# configure again so that it names this tree, then rebuild what it touches (cmd_bench.cpp, moekit).
 cmake -S . -B "$BUILD" > /dev/null
 cmake --build "$BUILD" > /dev/null
 tmp=$(mktemp -d)
