@@ -3,8 +3,8 @@
 # what call 12 had no time for, and the tuned H200 table checked against the heuristic.
 #  1. explain at Mixtral T=736 (the why lines); the full table and its deterministic twin
 #     (device_tables): none on an H200 since b7a1afa.
-#  2. On an H200 only: `moekit tune --run-config ROW --compare` for each row of bench/tune/h200.csv,
-#     the row at the token count it was tuned at against the heuristic. The rows predate steps 36-47
+#  2. On an H200 only: `moekit tune --run-config bench/tune/h200.csv --compare`, each row of the
+#     table at the token count it was tuned at against the heuristic, 60 s kept for step 3. The rows predate steps 36-47
 #     (docs/tune.md); step 40's rule keeps a row only where the bench confirms it. Predicted: most
 #     rows at or slower than the heuristic, GPT-OSS T=4096's (fixed order, no tall tails) among them.
 #  3. In the time left, the rest of run12.sh's A/B/A/B and A/A runs of `bench --ab` (call 12 ran
@@ -14,20 +14,14 @@ source scripts/device-ab.sh
 device_call_prebuilt "${LIMIT:-585}" "$1"
 "$B" explain --preset mixtral-8x7b --quant none -T 736 --gate-up interleaved > "$OUT/r/explain-mixtral-736.txt" 2>&1
 device_tables
-# Each tuned row alone (a one-row table: its header and the row), so that a cut call keeps the rows
-# it finished: `tune --run-config` prints only after timing every shape with the table and again
-# without it.
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  mkdir -p "$OUT/r/rows" /tmp/rows
-  n=0
-  while IFS= read -r row; do
-    n=$((n + 1))
-    [ "$(device_left)" -gt 90 ] || { echo "# row $n and later skipped"; break; }
-    { head -2 bench/tune/h200.csv; echo "$row"; } > /tmp/rows/row$n.csv
-    timeout $(($(device_left) - 5)) "$B" tune --run-config /tmp/rows/row$n.csv --compare --backend cuda --no-progress \
-      --reference-cache /tmp/refs > "$OUT/r/rows/row$n.txt" 2>&1 || echo "== row $n rc=$?"
-    grep -h "speedup\|FAILED" "$OUT/r/rows/row$n.txt" | sed "s/^/row $n: /"
-  done < <(tail -n +3 bench/tune/h200.csv)
+# `tune --run-config` prints each row as soon as it has run with the table and without it (since
+# 5e85be1), so a call cut short keeps the rows it finished.
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ "$(device_left)" -gt 90 ]; then
+  t0=$SECONDS
+  timeout $(($(device_left) - 60)) "$B" tune --run-config bench/tune/h200.csv --compare --backend cuda --no-progress \
+    --reference-cache /tmp/refs > "$OUT/r/tune-rows.txt" 2>&1
+  echo "== tune --run-config bench/tune/h200.csv --compare rc=$? ($((SECONDS - t0))s)"
+  grep -c speedup "$OUT/r/tune-rows.txt"
 fi
 export DEVICE_AB_SETS=12
 [ "$(device_left)" -gt 60 ] && device_ab_inproc r/abab/mixtral-8x7b-720 mixtral-8x7b 720 "" "gemm1.tall_tail=off" "" "gemm1.tall_tail=off"

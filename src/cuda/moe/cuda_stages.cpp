@@ -346,11 +346,12 @@ struct RowsWindow {
   double min, max;
 };
 
+// The window `which` names (gemm1's or gemm2's; not kNone).
+RowsWindow window_of(TallWindow which, RowsWindow gemm1, RowsWindow gemm2) { return which == TallWindow::kGemm2 ? gemm2 : gemm1; }
+
 // Whether `rows_per_expert` lies in the window `which` names (none, gemm1's or gemm2's): the one
 // test both the 192 x 128 tile's windows (tall_window) and the huge experts' tall-tail windows
 // (huge_expert_tail_window) go through.
-// The window `which` names (gemm1's or gemm2's; not kNone).
-RowsWindow window_of(TallWindow which, RowsWindow gemm1, RowsWindow gemm2) { return which == TallWindow::kGemm2 ? gemm2 : gemm1; }
 bool in_rows_window(double rows_per_expert, TallWindow which, RowsWindow gemm1, RowsWindow gemm2) {
   if (which == TallWindow::kNone) return false;
   const RowsWindow w = window_of(which, gemm1, gemm2);
@@ -393,9 +394,11 @@ TileDecision decide_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k
   const std::string rows = fmt::format("{} routed rows over {} expected experts = {:.1f} rows an expected expert, {}", max_rows, active,
                                        rows_per_expert, expert_size_words(n, k));
   if (sm90 && (max_rows > kSm90MinRows || (max_rows == kSm90MinRows && large_expert))) {
+    // The 64 x 128 tile's bound by expert size: the one number the test below and its reason read.
+    static_assert(kSm90HugeExpert >= kSm90LargeExpert && kSm90HugeExpertSmallTileMaxRows >= kSm90SmallTileMaxRows &&
+                  kSm90MidTileMaxRows >= kSm90SmallTileMaxRows);
     const double small_max = huge_expert ? kSm90HugeExpertSmallTileMaxRows : large_expert ? kSm90SmallTileMaxRows : kSm90MidTileMaxRows;
-    if (rows_per_expert <= kSm90SmallTileMaxRows || (rows_per_expert <= kSm90MidTileMaxRows && !large_expert) ||
-        (rows_per_expert <= kSm90HugeExpertSmallTileMaxRows && huge_expert)) {
+    if (rows_per_expert <= small_max) {
       const double cluster_max = huge_expert ? kSm90HugeExpertClusterMaxRows : large_expert ? kSm90LargeExpertClusterMaxRows : 0;
       if (rows_per_expert <= cluster_max)
         return {GemmTile::kSm90M64N128C1x2,
@@ -406,9 +409,9 @@ TileDecision decide_tile(int64_t max_rows, int64_t experts, int64_t n, int64_t k
     // In the 192-row tile's window, experts of kSm90TallTailMinExpert elements or more take the
     // 128 x 256 tile, whose tall tails (decide_tall_tail) hold their 129-192 rows on the 192 x 256
     // tile instead (docs/perf-notes.md step 46).
-    if (in_rows_window(rows_per_expert, tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows},
-                       {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows})) {
-      const RowsWindow w = window_of(tall, {kSm90TallTileMinRows, kSm90TallTileMaxRows}, {kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows});
+    const RowsWindow tall_gemm1{kSm90TallTileMinRows, kSm90TallTileMaxRows}, tall_gemm2{kSm90TallGemm2MinRows, kSm90TallGemm2MaxRows};
+    if (in_rows_window(rows_per_expert, tall, tall_gemm1, tall_gemm2)) {
+      const RowsWindow w = window_of(tall, tall_gemm1, tall_gemm2);
       const std::string window = fmt::format("the 192-row tile's window for {}, {:g}-{:g} rows",
                                              tall == TallWindow::kGemm2 ? "gemm2" : "gemm1 (gated epilogue)", w.min, w.max);
       if (n * k >= kSm90TallTailMinExpert)
