@@ -4,9 +4,11 @@
 #  1. explain at Mixtral T=736 (the why lines); the full table and its deterministic twin
 #     (device_tables): none on an H200 since b7a1afa.
 #  2. On an H200 only: `moekit tune --run-config bench/tune/h200.csv --compare`, each row of the
-#     table at the token count it was tuned at against the heuristic, 60 s kept for step 3. The rows predate steps 36-47
-#     (docs/tune.md); step 40's rule keeps a row only where the bench confirms it. Predicted: most
-#     rows at or slower than the heuristic, GPT-OSS T=4096's (fixed order, no tall tails) among them.
+#     table at the token count it was tuned at against the heuristic, 60 s kept for step 3. Since
+#     session 32 the table holds the four rows whose tuned gain beat their noise (docs/tune.md); they
+#     predate steps 36-47, and step 40's rule keeps a row only where the bench confirms it.
+#     Predicted: DeepSeek-V3 T=512 and T=8 still faster than the heuristic, Mixtral T=256 and Qwen3
+#     T=4096 level within 1%.
 #  3. In the time left, the rest of run12.sh's A/B/A/B and A/A runs of `bench --ab` (call 12 ran
 #     T=736: the A/A -0.1%, its sets -3.3..+5.8%).
 set -uo pipefail
