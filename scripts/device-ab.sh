@@ -84,7 +84,8 @@ device_ab() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
 # The same comparison in one bench process (`moekit bench --ab`, docs/bench.md; session 29, first
 # run on a GPU by run10.sh of docs/device-logs/2026-11-30-mixtral-window): the variants in turns
 # within each of DEVICE_AB_SETS sets (default 6) of three samples, paired by set. Appends the
-# `moekit vN` rows (each vN's note: its change against v0, the smallest and largest set) to
+# `moekit vN` rows (each vN's note: its change against v0, the smallest and largest set, the sets
+# slower or faster and the sign test's p) to
 # $OUT/r/summary.txt.
 device_ab_inproc() {  # DIR (under $OUT) PRESET TOKENS VARIANT...
   local d="$OUT/$1" p=$2 t=$3

@@ -1,6 +1,7 @@
 #include "bench/variants.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -49,7 +50,28 @@ PairedChange paired_change(const std::vector<double>& variant, const std::vector
   c.median = sum.median;
   c.min = sum.min;
   c.max = sum.max;
+  for (double ch : changes) {
+    if (ch > 0) ++c.slower;
+    if (ch < 0) ++c.faster;
+  }
+  c.sign_p = sign_test_p(c.slower, c.slower + c.faster);
   return c;
+}
+
+double sign_test_p(int k, int n) {
+  if (n <= 0) return 1;
+  const int tail = std::min(k, n - k);
+  // sum over i <= tail of C(n, i) / 2^n, in logs so that large n does not overflow.
+  double p = 0;
+  for (int i = 0; i <= tail; ++i)
+    p += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) - n * std::log(2.0));
+  return std::min(1.0, 2 * p);
+}
+
+std::string paired_change_note(const PairedChange& c) {
+  const bool mostly_slower = c.slower >= c.faster;
+  return fmt::format("{:+.1f}% against v0 (sets {:+.1f}..{:+.1f}%; {} in {} of {}, sign test p={:.2g})", 100 * c.median, 100 * c.min,
+                     100 * c.max, mostly_slower ? "slower" : "faster", mostly_slower ? c.slower : c.faster, c.sets, c.sign_p);
 }
 
 }  // namespace moekit::bench

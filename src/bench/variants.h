@@ -30,11 +30,23 @@ Result<std::vector<PlanVariant>> parse_plan_variants(std::string_view text, cons
 std::vector<int> variant_order(int set, int variants);
 
 // A variant against the first, paired by set: each set's median time over the first's, less one.
+// The sign test asks how likely as lopsided a split of slower and faster sets would be if the two
+// plans were the same (each set a fair coin): a median change means little where it is not small.
+// Sets of the same time count on neither side.
 struct PairedChange {
   int sets = 0;
   double median = 0, min = 0, max = 0;  // of the per-set changes (0.05: 5% slower)
+  int slower = 0, faster = 0;           // sets in which the variant was slower / faster
+  double sign_p = 1;                    // two-sided exact sign test over slower + faster sets
 };
 // `variant` and `first` hold one median a set, in set order; the shorter length counts.
 PairedChange paired_change(const std::vector<double>& variant, const std::vector<double>& first);
+
+// P(a split of n fair coins at least as uneven as k against n - k), both tails: the sign test's
+// p-value (1 for n = 0).
+double sign_test_p(int k, int n);
+
+// The note of a vN row: "+2.2% against v0 (sets -1.6..+4.8%; slower in 10 of 12, sign test p=0.039)".
+std::string paired_change_note(const PairedChange& c);
 
 }  // namespace moekit::bench

@@ -88,6 +88,7 @@ TEST(BenchCli, AbTimesEachPlanAndReportsItAgainstTheFirst) {
   EXPECT_NE(out.find("note      : moekit v0: gemm2.row_block=4"), std::string::npos) << out;
   EXPECT_NE(out.find("note      : moekit v1: gemm1.row_block=16;gemm2.row_block=4"), std::string::npos) << out;
   EXPECT_NE(out.find("% against v0 (sets "), std::string::npos) << out;
+  EXPECT_NE(out.find(" of 3, sign test p="), std::string::npos) << out;  // three sets, each slower or faster or level
 
   // A refused value stops the run before anything is timed or written.
   std::filesystem::remove(dir / "r.json");

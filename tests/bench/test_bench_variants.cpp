@@ -2,6 +2,9 @@
 // and the paired change each is reported with (bench/variants.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "bench/variants.h"
 
 namespace moekit::bench {
@@ -56,6 +59,33 @@ TEST(PlanVariants, PairedChangeIsThePerSetRatioLessOne) {
   EXPECT_EQ(empty.sets, 0);
   EXPECT_EQ(empty.median, 0.0);
   EXPECT_EQ(paired_change({5}, {0}).sets, 0);  // a set without a time of the first is left out
+}
+
+TEST(PlanVariants, PairedChangeCountsSlowerAndFasterSetsForTheSignTest) {
+  // Ten sets slower, two faster: P(10 or more of 12 either way) = 2 (1 + 12 + 66) / 4096.
+  std::vector<double> first(12, 100.0), variant(12, 103.0);
+  variant[3] = variant[8] = 99.0;
+  const PairedChange c = paired_change(variant, first);
+  EXPECT_EQ(c.slower, 10);
+  EXPECT_EQ(c.faster, 2);
+  EXPECT_NEAR(c.sign_p, 2 * 79.0 / 4096, 1e-12);
+  EXPECT_EQ(paired_change_note(c), "+3.0% against v0 (sets -1.0..+3.0%; slower in 10 of 12, sign test p=0.039)");
+  // A set of the same time counts on neither side; a mostly faster variant says so.
+  const PairedChange f = paired_change({90, 95, 100, 99}, {100, 100, 100, 100});
+  EXPECT_EQ(f.slower, 0);
+  EXPECT_EQ(f.faster, 3);
+  EXPECT_NEAR(f.sign_p, 0.25, 1e-12);  // 2 / 2^3
+  EXPECT_EQ(paired_change_note(f), "-3.0% against v0 (sets -10.0..+0.0%; faster in 3 of 4, sign test p=0.25)");
+}
+
+TEST(PlanVariants, SignTestIsTheTwoSidedBinomialTail) {
+  EXPECT_EQ(sign_test_p(0, 0), 1.0);   // no set decided
+  EXPECT_EQ(sign_test_p(3, 6), 1.0);   // an even split
+  EXPECT_NEAR(sign_test_p(6, 6), 2.0 / 64, 1e-12);
+  EXPECT_NEAR(sign_test_p(0, 6), 2.0 / 64, 1e-12);  // symmetric
+  EXPECT_NEAR(sign_test_p(5, 6), 2.0 * 7 / 64, 1e-12);
+  EXPECT_NEAR(sign_test_p(1, 1), 1.0, 1e-12);
+  EXPECT_NEAR(sign_test_p(200, 200), 2 * std::pow(0.5, 200), 1e-70);  // large n stays finite
 }
 
 }  // namespace

@@ -347,8 +347,7 @@ int run(BenchOptions o) {
         if (Status s = check(row, benches[v]->last_output()); !s.ok()) return fail(s);
         if (v > 0) {
           const PairedChange c = paired_change(set_medians[v], set_medians[0]);
-          row.note += fmt::format("{}{:+.1f}% against v0 (sets {:+.1f}..{:+.1f}%)", row.note.empty() ? "" : "; ", 100 * c.median, 100 * c.min,
-                                  100 * c.max);
+          row.note += (row.note.empty() ? "" : "; ") + paired_change_note(c);
         }
         report.rows.push_back(row);
       }
