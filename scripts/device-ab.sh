@@ -122,6 +122,7 @@ device_ctest_gpu() {  # LOG (under $OUT) [CTEST_ARG...]
 # The full table and its deterministic twin (docs/benchmarks.md's protocol: the four presets at the
 # seven token counts, two sets of five samples, --refcheck, W13 interleaved), each skipped when less
 # than 60 s are left and cut 5 s before the call's end: $OUT/r/{table,det}.{txt,csv,json}.
+# scripts/table-md.py prints them as docs/benchmarks.md's markdown table beside an earlier one.
 device_tables() {
   local mode t0 extra
   for mode in table det; do
