@@ -67,6 +67,8 @@ class TuningTable {
   const TuningRow* find(const DeviceFingerprint& device, std::string_view problem, int64_t num_tokens) const;
   // Replaces the row with the same (device, problem, bucket), or appends it.
   void upsert(TuningRow row);
+  // Removes the row with the same (device, problem, bucket) as `row`; false when there is none.
+  bool erase(const TuningRow& row);
 
   std::string path;
   std::vector<TuningRow> rows;

@@ -223,6 +223,10 @@ void TuningTable::upsert(TuningRow row) {
   rows.push_back(std::move(row));
 }
 
+bool TuningTable::erase(const TuningRow& row) {
+  return std::erase_if(rows, [&](const TuningRow& r) { return r.device == row.device && r.problem == row.problem && r.bucket == row.bucket; }) > 0;
+}
+
 Result<std::shared_ptr<const TuningTable>> load_shared_table(const std::string& path) {
   auto t = TuningTable::load(path);
   if (!t.ok()) return t.status();

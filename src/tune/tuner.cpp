@@ -287,6 +287,15 @@ UpdateDecision update_improved(const TuningRow* old_row, const TuningRow& new_ro
                              old_row->time_us, new_row.time_us, needed, 100 * min_improvement, noise)};
 }
 
+TieCheck tie_with_heuristic(const WorkerResult& best, const WorkerResult* heuristic) {
+  if (heuristic == nullptr || !heuristic->ok) return {};
+  const double noise = std::max(best.max_us - best.min_us, heuristic->max_us - heuristic->min_us);
+  const double gain = heuristic->median_us - best.median_us;
+  if (gain > noise) return {};
+  return {true, fmt::format("the heuristic ties the best: {:.1f} us against {:.1f} us, within the noise {:.1f} us", heuristic->median_us,
+                            best.median_us, noise)};
+}
+
 Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shapes, const TuneOptions& o) {
   auto device = tuning_device(o);
   if (!device.ok()) return device.status();
@@ -356,7 +365,8 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
     if (winner != nullptr) {
       rep.tuned = true;
       rep.winner = winner->result;
-      // The row pins every knob, so a later change of the heuristic does not change a tuned plan.
+      // The row pins every knob, so a later change of the heuristic does not change a tuned plan:
+      // hence a row only where it beats the heuristic measurably (tie_with_heuristic).
       KernelChoice full;
       for (const KnobSpec& k : space) full.knobs[k.name] = value_of(winner->choice, k);
       rep.row = TuningRow{.device = DeviceFingerprint::of(*device), .problem = problem_key(shape.problem), .bucket = token_bucket(shape.tokens),
@@ -365,7 +375,21 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
                           .noise_us = winner->result.max_us - winner->result.min_us, .error = winner->result.error,
                           .metric = winner->result.metric, .tokens = shape.tokens, .date = now_utc(), .version = MOEKIT_VERSION_STRING};
       UpdateDecision d{true, old ? "replaced (no --update-improved)" : "added"};
-      if (o.update_improved) {
+      const TieCheck tie = o.keep_ties ? TieCheck{} : tie_with_heuristic(winner->result, heuristic ? &heuristic->result : nullptr);
+      if (tie.ties) {
+        // No row: the heuristic decides this shape. An old row goes too, unless --update-improved
+        // re-measured it beating the heuristic in this run.
+        const TieCheck old_ties = old_now && old_now->result.ok ? tie_with_heuristic(old_now->result, &heuristic->result) : TieCheck{true, ""};
+        if (old == nullptr) {
+          d = {false, "no row: " + tie.why};
+        } else if (o.update_improved && !old_ties.ties) {
+          d = {false, fmt::format("kept the old row: {}, but the old row's choice, re-measured in this run, beats it ({:.1f} us against {:.1f} us)",
+                                  tie.why, old_now->result.median_us, heuristic->result.median_us)};
+        } else {
+          table.erase(*old);
+          d = {false, "removed the old row: " + tie.why};
+        }
+      } else if (o.update_improved) {
         if (old == nullptr) {
           d = update_improved(nullptr, rep.row, o.min_improvement);
         } else if (!old_now || !old_now->result.ok) {

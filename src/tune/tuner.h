@@ -47,6 +47,16 @@ struct UpdateDecision {
 };
 UpdateDecision update_improved(const TuningRow* old_row, const TuningRow& new_row, double min_improvement);
 
+// A row must beat the heuristic by more than the noise (the larger max - min spread of the two timed
+// runs) to be written: a row that ties it (the heuristic's own choice among them) has no measured
+// gain and pins the plan of its day, keeping later improvements of the heuristic out of that shape
+// (docs/tune.md: bench/tune/h200.csv's 26 ties). `ties` is false when the heuristic did not run.
+struct TieCheck {
+  bool ties = false;
+  std::string why;  // "the heuristic ties the best: X us against Y us, within the noise Z us"
+};
+TieCheck tie_with_heuristic(const WorkerResult& best, const WorkerResult* heuristic);
+
 // ---- execution ----------------------------------------------------------------------------------------
 struct TuneOptions {
   std::string worker_program;  // the moekit binary (its tune-worker command)
@@ -60,6 +70,7 @@ struct TuneOptions {
   uint64_t seed = 1;
   bool update_improved = false;
   double min_improvement = 0.03;
+  bool keep_ties = false;      // write a row even where it ties the heuristic (tie_with_heuristic)
   bool progress = true;        // the progress bar on stderr
   // Workers at a time: 0 = one per GPU with the CUDA backend (each sees its own GPU through
   // CUDA_VISIBLE_DEVICES), one on the CPU (a second would share its cores and spoil the timings).

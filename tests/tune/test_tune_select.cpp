@@ -70,5 +70,28 @@ TEST(TuneSelect, UpdateImprovedNeedsMoreThanThresholdAndNoise) {
   EXPECT_TRUE(update_improved(nullptr, n, 0.03).replace);
 }
 
+WorkerResult timed(double median, double min, double max, bool ok = true) {
+  WorkerResult r;
+  r.ok = ok;
+  r.median_us = median;
+  r.min_us = min;
+  r.max_us = max;
+  return r;
+}
+
+TEST(TuneSelect, ARowMustBeatTheHeuristicByMoreThanTheNoise) {
+  const WorkerResult heuristic = timed(100, 99, 102);           // spread 3 us
+  EXPECT_FALSE(tie_with_heuristic(timed(96, 95.5, 96.5), &heuristic).ties);  // 4 us better, spread 3
+  const TieCheck close = tie_with_heuristic(timed(98, 97.5, 98.5), &heuristic);
+  EXPECT_TRUE(close.ties);                                       // 2 us better, within 3
+  EXPECT_EQ(close.why, "the heuristic ties the best: 100.0 us against 98.0 us, within the noise 3.0 us");
+  EXPECT_TRUE(tie_with_heuristic(heuristic, &heuristic).ties);   // the heuristic's own choice won
+  EXPECT_TRUE(tie_with_heuristic(timed(95, 90, 100), &heuristic).ties);  // the best's own spread counts too
+  // Without a heuristic time (it failed, or did not run) the row is the only plan known to run.
+  EXPECT_FALSE(tie_with_heuristic(timed(98, 97.5, 98.5), nullptr).ties);
+  const WorkerResult failed = timed(0, 0, 0, false);
+  EXPECT_FALSE(tie_with_heuristic(timed(98, 97.5, 98.5), &failed).ties);
+}
+
 }  // namespace
 }  // namespace moekit::tune

@@ -56,6 +56,9 @@ class TuneWorkers : public ::testing::Test {
     o_.warmup = 0;
     o_.timeout_s = 20;
     o_.progress = false;
+    // Rows even where the CPU's noisy timings tie the heuristic, so that each test below gets its
+    // row; the tie rule has a test of its own (NoRowWhereTheHeuristicTiesTheBest).
+    o_.keep_ties = true;
     shape_.problem = MoeProblem{.num_experts = 4, .top_k = 2, .hidden = 32, .intermediate = 16};
     shape_.tokens = 6;
   }
@@ -221,6 +224,45 @@ TEST_F(TuneWorkers, UpdateImprovedReMeasuresTheOldRow) {
   auto t3 = TuningTable::load(o_.output);
   ASSERT_TRUE(t3.ok());
   EXPECT_NE(t3->rows[0].choice.knobs.at("gemm1.row_block"), "7");
+}
+
+// Every candidate but the heuristic crashes (each names a knob value, "K=V"; the heuristic's choice
+// is empty), so the heuristic wins: no row, and a rerun removes an old row, with and without
+// --update-improved (whose re-measured old row crashes too).
+TEST_F(TuneWorkers, NoRowWhereTheHeuristicTiesTheBest) {
+  o_.keep_ties = false;
+  ::setenv("MOEKIT_TUNE_TEST_FAULT", "crash:=", 1);
+  auto none = tune_shapes({shape_}, o_);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_TRUE(none->front().tuned);
+  EXPECT_EQ(none->front().row.time_us, none->front().row.heuristic_us);  // the heuristic won
+  EXPECT_EQ(none->front().update.rfind("no row: the heuristic ties the best: ", 0), 0u) << none->front().update;
+  auto empty = TuningTable::load(o_.output);
+  ASSERT_TRUE(empty.ok()) << empty.status().to_string();
+  EXPECT_TRUE(empty->rows.empty());
+
+  for (bool update_improved : {false, true}) {
+    SCOPED_TRACE(update_improved ? "--update-improved" : "replace");
+    ::unsetenv("MOEKIT_TUNE_TEST_FAULT");
+    o_.keep_ties = true;
+    o_.update_improved = false;
+    o_.journal = (dir_ / ("with-row-" + std::to_string(update_improved) + ".jsonl")).string();
+    ASSERT_TRUE(tune_shapes({shape_}, o_).ok());
+    auto with_row = TuningTable::load(o_.output);
+    ASSERT_TRUE(with_row.ok());
+    ASSERT_EQ(with_row->rows.size(), 1u);
+
+    ::setenv("MOEKIT_TUNE_TEST_FAULT", "crash:=", 1);
+    o_.keep_ties = false;
+    o_.update_improved = update_improved;
+    o_.journal = (dir_ / ("ties-" + std::to_string(update_improved) + ".jsonl")).string();
+    auto again = tune_shapes({shape_}, o_);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(again->front().update.rfind("removed the old row: the heuristic ties the best: ", 0), 0u) << again->front().update;
+    auto after = TuningTable::load(o_.output);
+    ASSERT_TRUE(after.ok());
+    EXPECT_TRUE(after->rows.empty());
+  }
 }
 
 TEST_F(TuneWorkers, OneWorkerComputesTheReferenceTheOthersReadIt) {

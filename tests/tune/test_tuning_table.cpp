@@ -90,6 +90,13 @@ TEST(TuningTable, LookupByDeviceProblemAndBucket) {
   t.upsert(again);
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ(t.rows[0].time_us, 1);
+  // erase removes the row of the same (device, problem, bucket), and only that one.
+  t.upsert(sample_row(other, 20, cpu));
+  EXPECT_FALSE(t.erase(sample_row(p, 64, cpu)));  // bucket 64: none
+  EXPECT_TRUE(t.erase(sample_row(p, 17, cpu)));   // bucket 32
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.find(fp, problem_key(p), 20), nullptr);
+  EXPECT_NE(t.find(fp, problem_key(other), 20), nullptr);
 }
 
 TEST(TuningTable, ThePlanUsesARowOrSaysItFellBack) {

@@ -17,7 +17,7 @@ namespace {
 
 struct TuneCliOptions {
   std::string input, output, journal, run_config, reference_cache, min_improvement = "3%", backend = "auto";
-  bool compare = false, update_improved = false, no_progress = false;
+  bool compare = false, update_improved = false, keep_ties = false, no_progress = false;
   double timeout_s = 120;
   int iters = 5, warmup = 1, top = 3, jobs = 0;
   uint64_t seed = 1;
@@ -178,7 +178,7 @@ int tune(const TuneCliOptions& c) {
   if (c.input.empty() && c.run_config.empty()) return fail(Status::InvalidArgument("give -i SHAPES.csv (and -o TUNED.csv), or --run-config TUNED.csv"));
   tune::TuneOptions o{.worker_program = self_path(), .output = c.output, .journal = c.journal.empty() ? c.output + ".journal" : c.journal,
                       .backend = *backend, .timeout_s = c.timeout_s, .iters = c.iters, .warmup = c.warmup, .top = c.top, .seed = c.seed,
-                      .update_improved = c.update_improved, .min_improvement = *min_imp, .progress = !c.no_progress,
+                      .update_improved = c.update_improved, .min_improvement = *min_imp, .keep_ties = c.keep_ties, .progress = !c.no_progress,
                       .jobs = c.jobs, .reference_cache = reference_cache_dir(c)};
   auto shapes = c.input.empty() ? shapes_of_table(c.run_config) : read_shapes(c.input);
   if (!shapes.ok()) return fail(shapes.status());
@@ -237,6 +237,8 @@ CommandAction add_tune_command(CLI::App& app) {
   cmd->add_flag("--update-improved", o->update_improved,
                 "replace a row only when the new one is better by more than --min-improvement and the noise than the old row's choice timed in the same run");
   cmd->add_option("--min-improvement", o->min_improvement, "with --update-improved: e.g. 3% or 0.03");
+  cmd->add_flag("--keep-ties", o->keep_ties,
+                "write a row even where the best choice does not beat the heuristic by more than the noise (by default such a shape gets no row)");
   cmd->add_option("--timeout", o->timeout_s, "seconds a worker may run before it counts as hung");
   cmd->add_option("--iters", o->iters, "timed samples per candidate (CUDA: each the mean of 20 graph replays)");
   cmd->add_option("--warmup", o->warmup, "untimed runs before them (CUDA: rounds over the weight copies)");
