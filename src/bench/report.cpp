@@ -102,6 +102,9 @@ std::string report_json(const BenchReport& r) {
                   {"tflops", row.tflops()}, {"gbps", row.gbps()}});
     }
     if (row.refcheck >= 0) x["refcheck_rel_l2"] = row.refcheck;
+    if (const auto& c = row.against_v0)
+      x["against_v0"] = {{"sets", c->sets}, {"median", c->median}, {"min", c->min}, {"max", c->max},
+                         {"slower_sets", c->slower}, {"faster_sets", c->faster}, {"sign_test_p", c->sign_p}};
     rows.push_back(x);
   }
   j["rows"] = rows;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/stats.h"
+#include "bench/variants.h"
 
 namespace moekit::bench {
 
@@ -35,6 +37,7 @@ struct BenchRow {
   std::string bound;     // "memory" or "compute"
   double refcheck = -1;  // relative error against the CPU reference; < 0: not checked
   std::string note;
+  std::optional<PairedChange> against_v0;  // --ab's vN rows (N > 0): the change paired by set
 
   double tflops() const { return us.median > 0 ? flops / us.median * 1e-6 : 0.0; }
   double gbps() const { return us.median > 0 ? bytes / us.median * 1e-3 : 0.0; }

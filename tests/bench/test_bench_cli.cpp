@@ -79,6 +79,16 @@ TEST(BenchCli, AbTimesEachPlanAndReportsItAgainstTheFirst) {
     }
     methods.push_back(r["method"]);
     EXPECT_EQ(r["runs"], 6);  // 3 sets x 2 samples
+    // v1's change against v0 as numbers too (v0 has none): the sets split into slower, faster, level.
+    if (r["method"] == "moekit v1") {
+      const auto& c = r.at("against_v0");
+      EXPECT_EQ(c.at("sets"), 3);
+      EXPECT_LE(c.at("slower_sets").get<int>() + c.at("faster_sets").get<int>(), 3);
+      EXPECT_GT(c.at("sign_test_p").get<double>(), 0.0);
+      EXPECT_LE(c.at("min").get<double>(), c.at("median").get<double>());
+    } else {
+      EXPECT_FALSE(r.contains("against_v0"));
+    }
     EXPECT_EQ(r["refcheck_rel_l2"], 0.0);
   }
   EXPECT_EQ(methods, (std::vector<std::string>{"moekit v0", "moekit v1"}));

@@ -348,6 +348,7 @@ int run(BenchOptions o) {
         if (v > 0) {
           const PairedChange c = paired_change(set_medians[v], set_medians[0]);
           row.note += (row.note.empty() ? "" : "; ") + paired_change_note(c);
+          row.against_v0 = c;
         }
         report.rows.push_back(row);
       }
