@@ -115,10 +115,15 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "moekit";
 }
 
+// "shape i/N  <problem>": the layout is part of the problem key, so it is said where it is not the
+// default.
+std::string shape_heading(const tune::TuneShape& shape, size_t i, size_t n) {
+  const bool interleaved = shape.problem.gate_up_layout == GateUpLayout::kInterleaved;
+  return fmt::format("shape {}/{}  {}{}", i + 1, n, problem_summary(shape.problem, shape.tokens), interleaved ? " gate_up=interleaved" : "");
+}
+
 void print_report(const tune::ShapeReport& r, size_t i, size_t n) {
-  // The layout is part of the problem key; say it where it is not the default.
-  const bool interleaved = r.shape.problem.gate_up_layout == GateUpLayout::kInterleaved;
-  fmt::print("shape {}/{}  {}{}\n", i + 1, n, problem_summary(r.shape.problem, r.shape.tokens), interleaved ? " gate_up=interleaved" : "");
+  fmt::print("{}\n", shape_heading(r.shape, i, n));
   if (r.tuned) {
     const double h = r.row.heuristic_us;
     fmt::print("  heuristic {:.1f} us   tuned {:.1f} us ({:.2f}x)   {} {:.1e}   choice {}\n", h, r.row.time_us, r.row.time_us > 0 ? h / r.row.time_us : 0.0,
@@ -139,9 +144,8 @@ void print_report(const tune::ShapeReport& r, size_t i, size_t n) {
 // One shape of --run-config: its time with the table and (with --compare) the heuristic's.
 void print_production(const tune::TuneShape& shape, size_t i, size_t n, const std::string& table, const tune::WorkerResult& a,
                       const tune::WorkerResult* heuristic) {
-  const bool interleaved = shape.problem.gate_up_layout == GateUpLayout::kInterleaved;
-  fmt::print("shape {}/{}  {}{}\n  with {}: {}\n", i + 1, n, problem_summary(shape.problem, shape.tokens), interleaved ? " gate_up=interleaved" : "",
-             table, a.ok ? fmt::format("{:.1f} us ({})", a.median_us, a.tuning) : "FAILED: " + a.failure);
+  fmt::print("{}\n  with {}: {}\n", shape_heading(shape, i, n), table,
+             a.ok ? fmt::format("{:.1f} us ({})", a.median_us, a.tuning) : "FAILED: " + a.failure);
   if (heuristic != nullptr) {
     const auto& b = *heuristic;
     fmt::print("  heuristic: {}{}\n", b.ok ? fmt::format("{:.1f} us", b.median_us) : "FAILED: " + b.failure,
