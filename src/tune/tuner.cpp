@@ -379,10 +379,10 @@ Result<std::vector<ShapeReport>> tune_shapes(const std::vector<TuneShape>& shape
       if (tie.ties) {
         // No row: the heuristic decides this shape. An old row goes too, unless --update-improved
         // re-measured it beating the heuristic in this run.
-        const TieCheck old_ties = old_now && old_now->result.ok ? tie_with_heuristic(old_now->result, &heuristic->result) : TieCheck{true, ""};
+        const bool old_beats_heuristic = old_now && old_now->result.ok && !tie_with_heuristic(old_now->result, &heuristic->result).ties;
         if (old == nullptr) {
           d = {false, "no row: " + tie.why};
-        } else if (o.update_improved && !old_ties.ties) {
+        } else if (old_beats_heuristic) {  // old_now is measured only with --update-improved
           d = {false, fmt::format("kept the old row: {}, but the old row's choice, re-measured in this run, beats it ({:.1f} us against {:.1f} us)",
                                   tie.why, old_now->result.median_us, heuristic->result.median_us)};
         } else {
