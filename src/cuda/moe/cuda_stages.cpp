@@ -533,14 +533,6 @@ KnobSpec decode_split_knob(const MoeProblem& p) {
   return k;
 }
 
-// The one-token kernel's hand-off (decode_token.cu): a warp's first gemm2 weights loaded in its last
-// gemm1 step. Where gemm2's items take 6 W2 rows (the launch decides from the SM count), their first
-// pass does not fit gemm1's registers and the knob changes nothing.
-KnobSpec decode_handoff_knob() {
-  return {"decode.handoff", {"off", "on"}, "off", Stage::kGemm2,
-          "the one-token kernel: a warp's first gemm2 weights loaded in its last gemm1 step (items of 4 W2 rows only); off until measured"};
-}
-
 // Whether gemm1 runs the sm_90a kernel's gated epilogue (gemm1_activation_stage): a gated activation
 // with its gate/up rows interleaved.
 bool gemm1_gated_epilogue(const MoeProblem& p) {
@@ -661,7 +653,6 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   }
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
-  if (!decode_token_declines(q)) knobs.push_back(decode_handoff_knob());
   return knobs;
 }
 
@@ -1039,7 +1030,6 @@ Status decode_token_stage(const StageContext& c) {
   if (!s.ok()) return s.status();
   DecodeLayerArgs a = decode_args(c, *s);
   a.sm_count = device_sm_count();
-  a.g2_handoff = knob_value(c, "decode.handoff", "off") == "on";
   return launch_decode_token(a, stream_of(c));
 }
 

@@ -126,15 +126,6 @@ __device__ __forceinline__ void load_w2_pass(const T* w2, int64_t h0, int64_t H,
     }
   }
 }
-// One chunk of a gemm2 item's first pass (c0 = 0) by its place s = r * C + q in load_w2_pass's
-// v[r][q]: the same load, zeros for s past the pass's R x C chunks (the one-token kernel's hand-off
-// fills gemm1's registers this way).
-template <typename T, int R, int C>
-__device__ __forceinline__ uint4 load_w2_slot(const T* w2, int64_t h0, int64_t H, int64_t I, int s, int64_t c2, int lane, uint64_t policy) {
-  const int r = s / C, q = s % C;
-  const int64_t c = lane + 32 * q;
-  return s < R * C && h0 + r < H && c < c2 ? load_stream(w2 + (h0 + r) * I + 8 * c, policy) : make_uint4(0, 0, 0, 0);
-}
 // The act chunks that pass meets (an act row of c2 chunks), all loads out before any check (one L2
 // round trip, not one per chunk), re-read until none is the sentinel.
 template <int C>

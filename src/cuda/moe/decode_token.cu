@@ -40,7 +40,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "cuda/common/device_utils.cuh"
 #include "cuda/moe/activation.cuh"
@@ -203,11 +202,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   // chunks); each step's loads go out chunk by chunk as the step before it consumes its registers, so
   // a warp keeps its loads in flight across items instead of draining at the end of each item (when
   // every warp drains at once, the DRAM queues empty between rounds).
-  // The hand-off: in a warp's last gemm1 step, the chunks its loads free take its first gemm2 item's
-  // first W2 pass (W2 pass slot s = r * kG2Chunks + q2 in g[s], then u[s - kG1Chunks]), so the warp's
-  // loads stay in flight from gemm1 into gemm2 instead of draining between them.
-  constexpr bool kHandoffFits = kG2Rows * kG2Chunks <= 2 * kG1Chunks;
-  bool handed = false;  // g and u hold the first pass of the warp's first gemm2 item
   {
     G1Step cur = gemm1_step<T>(t, n1, a, expert_of, W13, I, N1, H);
     // The early loads are this step's when the slot table agrees (it always should; checked anyway).
@@ -216,32 +210,15 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
     while (cur.valid) {
       const bool last_pass = cur.c0 + 32 * kG1Chunks >= c1;
       const G1Step nxt = last_pass ? gemm1_step<T>(cur.t + G, n1, a, expert_of, W13, I, N1, H) : cur.next_pass(32 * kG1Chunks);
-      const bool handoff = kHandoffFits && last_pass && a.g2_handoff && !nxt.valid && nxt.t < n2;  // nxt.t: the warp's first gemm2 item
-      // Each chunk's registers take their next load as soon as the chunk is used.
-      auto dot_chunk = [&](int q) {
+#pragma unroll
+      for (int q = 0; q < kG1Chunks; ++q) {
         const int64_t c = cur.c0 + lane + 32 * q;
         if (c < c1) {
           ag = dot8<T>(g[q], xs + 8 * c, ag);
           au = dot8<T>(u[q], xs + 8 * c, au);
         }
-      };
-      if (kHandoffFits && handoff) {
-        const T* w2_first = W2 + static_cast<int64_t>(expert_of[(nxt.t - n1) / HB]) * H * I;
-        const int64_t h0_first = (nxt.t - n1) % HB * kG2Rows;
-#pragma unroll
-        for (int q = 0; q < kG1Chunks; ++q) {
-          dot_chunk(q);
-          g[q] = load_w2_slot<T, kG2Rows, kG2Chunks>(w2_first, h0_first, H, I, q, c2, lane, policy);
-          u[q] = load_w2_slot<T, kG2Rows, kG2Chunks>(w2_first, h0_first, H, I, kG1Chunks + q, c2, lane, policy);
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < kG1Chunks; ++q) {
-          dot_chunk(q);
-          load_gemm1_chunk(nxt, q, c1, a.gated, lane, policy, g[q], u[q]);
-        }
+        load_gemm1_chunk(nxt, q, c1, a.gated, lane, policy, g[q], u[q]);
       }
-      handed = handoff;
       if (last_pass) {
         ag = detail::warp_sum(ag);
         au = detail::warp_sum(au);
@@ -263,32 +240,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   // then the act chunks they meet. (Rolled as gemm1's, Qwen3-30B-A3B measured 28.2-30.1 us against
   // 27.2: docs/perf-notes.md, step 12.)
   T* out = static_cast<T*>(a.out);
-  // One item; with kHanded (the warp's first item after the hand-off) its first pass is in g and u.
-  // Two instantiations rather than a flag, so that g and u are dead in the loop's items.
-  auto gemm2_item = [&](auto handed_tag) {
-    constexpr bool kHanded = decltype(handed_tag)::value;
+  while (t < n2) {
     const int i = static_cast<int>((t - n1) / HB);
     const int64_t h0 = (t - n1) % HB * kG2Rows;
     const int e = expert_of[i];
     const float* act = s.act + static_cast<int64_t>(i) * I;
     float acc[kG2Rows] = {};
-    int64_t c0 = 0;
-    if constexpr (kHanded) {  // the first pass, outside the loop: g and u are dead past it
-      uint4 v[kG2Rows][kG2Chunks];
-#pragma unroll
-      for (int r = 0; r < kG2Rows; ++r)
-#pragma unroll
-        for (int q = 0; q < kG2Chunks; ++q) {
-          const int slot = r * kG2Chunks + q;
-          v[r][q] = slot < kG1Chunks ? g[slot % kG1Chunks] : u[(slot - kG1Chunks) % kG1Chunks];
-        }
-      float4 x[kG2Chunks][2];
-      wait_act_pass(act, 0, c2, lane, x);
-      dot_w2_pass<T>(v, x, 0, c2, lane, acc);
-      c0 = 32 * kG2Chunks;
-    }
 #pragma unroll 1
-    for (; c0 < c2; c0 += 32 * kG2Chunks) {
+    for (int64_t c0 = 0; c0 < c2; c0 += 32 * kG2Chunks) {
       uint4 v[kG2Rows][kG2Chunks];
       load_w2_pass<T>(W2 + static_cast<int64_t>(e) * H * I, h0, H, I, c0, c2, lane, policy, v);
       // The act chunks: usually written at once (the walk runs a slot's gemm1 items before its gemm2
@@ -313,11 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
       }
     }
     t += G;
-  };
-  if constexpr (kHandoffFits) {
-    if (handed) gemm2_item(std::true_type{});
   }
-  while (t < n2) gemm2_item(std::false_type{});
 
   // ---- combine: item (kCombineOutputs outputs), a lane per output.
   while (t < n_items) {

@@ -467,9 +467,6 @@ struct DecodeLayerArgs {
   void* scratch = nullptr;  // decode_layer_scratch_bytes (decode_token_scratch_bytes for the one-token kernel)
   size_t scratch_bytes = 0;
   int sm_count = 0;  // the one-token kernel's grid: one CTA per SM
-  // The one-token kernel: a warp's first gemm2 item's first W2 pass loaded in its last gemm1 step, in
-  // the registers that step frees (knob decode.handoff; only where the pass fits: 4-row items).
-  bool g2_handoff = false;
 };
 // The most tokens and routed slots (T*K) the decode layer takes.
 inline constexpr int64_t kDecodeMaxTokens = 32;
