@@ -134,3 +134,27 @@ device_tables() {
     echo "== $mode rc=$? ($((SECONDS - t0))s)"
   done
 }
+
+# What an H200 owes since session 29, run only when the call got one and more than 200 s are left:
+# bench/tune/h200.csv's rows against the heuristic ($OUT/r/tune-rows.txt), then device_tables.
+device_h200_owed() {
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "# not an H200: tuned rows and table skipped"; return; }
+  [ "$(device_left)" -gt 200 ] || { echo "# $(device_left) s left: tuned rows and table skipped"; return; }
+  local t0=$SECONDS
+  timeout $(($(device_left) - 150)) "$B" tune --run-config bench/tune/h200.csv --compare --backend cuda --no-progress \
+    --reference-cache /tmp/refs > "$OUT/r/tune-rows.txt" 2>&1
+  echo "== tune --run-config bench/tune/h200.csv --compare rc=$? ($((SECONDS - t0))s)"
+  device_tables
+}
+
+# The one-token kernel's per-warp trace at T=1 with a traced moekit (TRACED: a binary built with a
+# docs/device-logs/2026-12-07-trace/trace-csv*.patch, scripts/prepare-device-variant.sh): the
+# quantiles on stdout, every warp's stamps in $OUT/r/warps-PRESET.csv.
+device_trace_warps() {  # TRACED PRESET...
+  local traced=$1 p; shift
+  for p in "$@"; do
+    MOEKIT_DECODE_TRACE=1 MOEKIT_DECODE_TRACE_CSV="$OUT/r/warps-$p.csv" timeout 60 "$traced" bench --backend cuda --quant none \
+      --preset "$p" --tokens 1 --sets 2 --reps 5 --no-baseline > "$OUT/r/trace-$p.txt" 2>&1
+    echo "== trace $p rc=$?"; grep -E "^ +1 +moekit|gemm1 items done|gemm2 items done" "$OUT/r/trace-$p.txt"
+  done
+}
