@@ -66,12 +66,23 @@ __global__ void __launch_bounds__(kThreads, 1) stream_kernel(const uint4* base, 
   if (acc == 0x9e3779b9u) *sink = acc;  // keeps the loads; practically never stored
 }
 
+// The SM ids of (time, SM) pairs more than 12% faster than their median, sorted by id.
+std::vector<unsigned> fast_sms(std::vector<std::pair<double, unsigned>> d) {
+  std::sort(d.begin(), d.end());
+  const double med = d[d.size() / 2].first;
+  std::vector<unsigned> f;
+  for (auto& [t, s] : d)
+    if (t < 0.88 * med) f.push_back(s);
+  std::sort(f.begin(), f.end());
+  return f;
+}
+
 int main() {
-  int dev = 0, sms = 0;
+  int dev = 0;
   CHECK(cudaGetDevice(&dev));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, dev));
+  const int sms = prop.multiProcessorCount;
   const int64_t slice = kCtaBytes * sms;
   const int slices = 4;  // 4 x 132 x 4 MiB: each launch reads bytes the last three did not
   uint4* buf = nullptr;
@@ -87,7 +98,6 @@ int main() {
     std::vector<Stamp> h(sms);
     std::vector<std::vector<unsigned>> fast_sets;
     std::vector<unsigned> map_cta_sm(sms);
-    double span_med = 0;
     std::vector<double> spans;
     for (int l = 0; l < kLaunches + 2; ++l) {
       CHECK(cudaMemset(st, 0, sizeof(Stamp) * sms));
@@ -106,16 +116,10 @@ int main() {
         map_cta_sm[c] = h[c].smid;
       }
       spans.push_back((last - first) / 1000.0);
-      std::sort(d.begin(), d.end());
-      const double med = d[d.size() / 2].first;
-      std::vector<unsigned> f;
-      for (auto& [t, s] : d)
-        if (t < 0.88 * med) f.push_back(s);
-      std::sort(f.begin(), f.end());
-      fast_sets.push_back(f);
+      fast_sets.push_back(fast_sms(d));
     }
     std::sort(spans.begin(), spans.end());
-    span_med = spans[spans.size() / 2];
+    const double span_med = spans[spans.size() / 2];
     std::vector<std::pair<double, unsigned>> m;
     for (unsigned s = 0; s < us.size(); ++s) {
       if (us[s].empty()) continue;
@@ -129,10 +133,7 @@ int main() {
                 static_cast<long long>(active), span_med, active * kCtaBytes / span_med / 1e3);
     std::printf("per-SM time, median over launches: fastest %.1f, p10 %.1f, median %.1f, p90 %.1f, slowest %.1f us (median SM %.1f GB/s)\n",
                 m.front().first, m[m.size() / 10].first, med, m[m.size() * 9 / 10].first, m.back().first, kCtaBytes / med / 1e3);
-    std::vector<unsigned> fast;
-    for (auto& [t, s] : m)
-      if (t < 0.88 * med) fast.push_back(s);
-    std::sort(fast.begin(), fast.end());
+    const std::vector<unsigned> fast = fast_sms(m);
     int agree = 0;
     for (auto& f : fast_sets) agree += f == fast;
     std::printf("SMs more than 12%% faster than the median SM (%zu): ", fast.size());
