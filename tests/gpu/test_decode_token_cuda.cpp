@@ -131,36 +131,6 @@ TEST(DecodeTokenCuda, BitwiseStableAcrossRuns) {
   EXPECT_LE(a.errors.gpu, 2 * a.errors.naive + 1e-6);
 }
 
-// decode.g2_item picks gemm2's item (W2 rows x chunks a lane per pass); every value sums a row's
-// chunks lane + 32 i on lane i % 32 in the same order, so every value gives the auto choice's bits.
-// Shapes: W2 rows of 17 chunks (lanes past the row end load zeros), of 129 and 360 (several passes,
-// the last one partial in each item shape), H = 2056 not a multiple of 6 rows, biases, f16, and
-// GPT-OSS-120B's expert shape.
-TEST(DecodeTokenCuda, Gemm2ItemShapesGiveTheSameBits) {
-  MOEKIT_REQUIRE_GPU();
-  std::vector<Case> cases = {{"E64 K8 H2048 I136", base_problem(64, 8, 2048, 136), 1},
-                             {"E16 K6 H2056 I1032 biases", base_problem(16, 6, 2056, 1032), 1, true},
-                             {"f16 E128 K8 H2048 I768", base_problem(128, 8, 2048, 768), 1},
-                             {"E32 K4 H2880 I2880 biases", base_problem(32, 4, 2880, 2880), 1, true}};
-  cases[2].problem.activation_dtype = DType::kF16;
-  uint64_t seed = 900;
-  for (Case c : cases) {
-    SCOPED_TRACE(c.name);
-    ++seed;
-    const Outcome base = run_case(c, seed);
-    ASSERT_EQ(base.steps, kToken);
-    for (const char* item : {"4x3", "6x3", "6x2"}) {
-      SCOPED_TRACE(item);
-      c.choice.knobs["decode.g2_item"] = item;
-      const Outcome o = run_case(c, seed);
-      EXPECT_EQ(o.steps, kToken);
-      EXPECT_LE(o.errors.gpu, 2 * o.errors.naive + 1e-6);
-      ASSERT_EQ(o.out.size(), base.out.size());
-      EXPECT_EQ(std::memcmp(o.out.data(), base.out.data(), o.out.size() * sizeof(double)), 0);
-    }
-  }
-}
-
 // What the kernel declines runs elsewhere, still correct: the router weight on the input, a top_k
 // over its slot tables, a hidden row over its shared-memory budget; and the stage pipeline when the
 // caller turns whole-layer kernels off.

@@ -533,17 +533,6 @@ KnobSpec decode_split_knob(const MoeProblem& p) {
   return k;
 }
 
-// The one-token kernel's gemm2 item (decode_token.cu): W2 rows an item x 16-byte chunks a lane loads
-// per pass. `auto` is the launch's choice from the SM count (4x3, or 6x3 where 4-row items would
-// give some warps one item more); 6x2 holds a pass in 12 registers a lane, as 4x3 does, so its
-// kernel starts its first weight loads before the CTA's barrier as 4x3's does. Every value gives the
-// same sums in the same order (a lane sums the chunks lane + 32 i of a row in either), so the same bits.
-KnobSpec decode_g2_item_knob() {
-  return {"decode.g2_item", {"auto", "4x3", "6x3", "6x2"}, "auto", Stage::kGemm2,
-          "the one-token kernel's gemm2 item (W2 rows x chunks a lane per pass): 4x3, or 6x3 where 4-row items leave the walk uneven, "
-          "chosen at launch from the SM count"};
-}
-
 // Whether gemm1 runs the sm_90a kernel's gated epilogue (gemm1_activation_stage): a gated activation
 // with its gate/up rows interleaved.
 bool gemm1_gated_epilogue(const MoeProblem& p) {
@@ -664,7 +653,6 @@ std::vector<KnobSpec> knob_space(const PlanQuery& q, const DeviceTarget& device)
   }
   // At T = 1 the one-token kernel is the whole-layer path, and it has no split.
   if (!decode_layer_declines(q) && decode_token_declines(q)) knobs.push_back(decode_split_knob(p));
-  if (!decode_token_declines(q)) knobs.push_back(decode_g2_item_knob());
   return knobs;
 }
 
@@ -1042,11 +1030,6 @@ Status decode_token_stage(const StageContext& c) {
   if (!s.ok()) return s.status();
   DecodeLayerArgs a = decode_args(c, *s);
   a.sm_count = device_sm_count();
-  const std::string_view item = knob_value(c, "decode.g2_item", "auto");
-  if (item.size() == 3 && item[1] == 'x') {  // "RxC", one of the knob's values
-    a.g2_rows = item[0] - '0';
-    a.g2_chunks = item[2] - '0';
-  }
   return launch_decode_token(a, stream_of(c));
 }
 

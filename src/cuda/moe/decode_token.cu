@@ -98,14 +98,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_token_kernel(DecodeLayerAr
   // (early_s: route_on_logits, route_grouped_finish) issues that item's weight loads before the CTA's
   // barrier. Only where the routing settles slots early (the logits' fast path, DeepSeek-V3's grouped
   // routing): elsewhere (Expert parallelism, PreRouted, the one-warp full path) the warps wait for
-  // the slot table rather than poll beside warp 0. Only where a gemm2 pass holds at most 12 chunks a
-  // lane (4 x 3, 6 x 2): the 6 x 3 kernel spilled registers with the early loads, and GPT-OSS-120B
-  // measured 1.6 us slower so (docs/perf-notes.md, step 12); 6 x 2 compiles to 127 registers, no
-  // spills.
+  // the slot table rather than poll beside warp 0. Not in the 6-row kernel: it spilled registers
+  // with the early loads, and GPT-OSS-120B measured 1.6 us slower (docs/perf-notes.md, step 12).
   // The fast path's condition below restates try_route_on_logits's: as a shared predicate there,
   // the route + maps kernels (build_maps.cu) were allocated differently and one of them spilled
   // (ptxas: a 32-byte stack frame where there was none).
-  constexpr bool kEarly = kG2Rows * kG2Chunks <= 12;
+  constexpr bool kEarly = kG2Rows == 4;
   const auto method = static_cast<RoutingMethod>(a.route.method);
   // DeepSeek-V3's grouped routing runs a group per warp (routing_grouped.cuh); warp 0 then finishes
   // it, settling a slot each round.
@@ -322,24 +320,10 @@ int gemm2_rows_per_item(int top_k, int64_t hidden, int64_t warps) {
   return gemm2_busiest_rows(top_k, hidden, 6, warps) < gemm2_busiest_rows(top_k, hidden, 4, warps) ? 6 : 4;
 }
 
-// The kernel instance for gemm2 items of `rows` W2 rows and `chunks` chunks a lane per pass (knob
-// decode.g2_item; rows 0: gemm2_rows_per_item's choice, 3 chunks); null for a pair without one.
-template <typename T>
-auto token_kernel_for(int rows, int chunks) -> decltype(&decode_token_kernel<T, 4, 3>) {
-  if (rows == 4 && chunks == 3) return decode_token_kernel<T, 4, 3>;
-  if (rows == 6 && chunks == 3) return decode_token_kernel<T, 6, 3>;
-  if (rows == 6 && chunks == 2) return decode_token_kernel<T, 6, 2>;
-  return nullptr;
-}
-
 template <typename T>
 Status launch_typed(const DecodeLayerArgs& a, const TokenScratch& s, const TokenSmemLayout& L, void* stream) {
-  const int rows = a.g2_rows > 0 ? a.g2_rows : gemm2_rows_per_item(a.route.top_k, a.hidden_size, std::max(a.sm_count, 1) * kWarpsPerCta);
-  const int chunks = a.g2_rows > 0 ? a.g2_chunks : 3;
-  const auto kernel = token_kernel_for<T>(rows, chunks);
-  if (kernel == nullptr)
-    return Status::InvalidArgument("decode token kernel: gemm2 items of " + std::to_string(rows) + " rows x " + std::to_string(chunks) +
-                                   " chunks (decode.g2_item) have no kernel; 4x3, 6x3 and 6x2 do");
+  const int rows = gemm2_rows_per_item(a.route.top_k, a.hidden_size, std::max(a.sm_count, 1) * kWarpsPerCta);
+  auto kernel = rows == 6 ? decode_token_kernel<T, 6, 3> : decode_token_kernel<T, 4, 3>;
   MOEKIT_RETURN_IF_ERROR(allow_dynamic_smem(kernel, static_cast<size_t>(L.bytes)));
   // One CTA per SM (the walk needs every CTA resident; more would only wait for a slot).
   const LaunchShape shape{dim3(static_cast<unsigned>(std::max(a.sm_count, 1))), dim3(kThreads), static_cast<size_t>(L.bytes)};

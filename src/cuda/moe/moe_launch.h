@@ -467,9 +467,6 @@ struct DecodeLayerArgs {
   void* scratch = nullptr;  // decode_layer_scratch_bytes (decode_token_scratch_bytes for the one-token kernel)
   size_t scratch_bytes = 0;
   int sm_count = 0;  // the one-token kernel's grid: one CTA per SM
-  // The one-token kernel's gemm2 item: W2 rows an item and 16-byte chunks a lane loads per pass of
-  // them (knob decode.g2_item; 0: the launch's choice, gemm2_rows_per_item).
-  int g2_rows = 0, g2_chunks = 0;
 };
 // The most tokens and routed slots (T*K) the decode layer takes.
 inline constexpr int64_t kDecodeMaxTokens = 32;
