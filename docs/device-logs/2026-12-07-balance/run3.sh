@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 35, call 3, on the CI build of 28150d3 packed here (scripts/prepare-device-prebuilt.sh):
+# Session 35, call 3 (never ran), on the CI build with g2-item.patch applied (28150d3, reverted in
+# main) packed here (scripts/prepare-device-prebuilt.sh):
 #  1. the one-token kernel's tests (ctest -R DecodeTokenCuda, Gemm2ItemShapesGiveTheSameBits new:
 #     every decode.g2_item value bitwise the default's);
 #  2. decode.g2_item A/B in one process (bench --ab, 12 sets): GPT-OSS-120B T=1 (auto = 6x3, no
