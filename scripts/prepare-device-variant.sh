@@ -14,9 +14,12 @@ PATCH=${2:-}
 BUILD=${3:-build/ci}
 source scripts/env.sh
 if [[ -n $PATCH ]]; then
-  # Only a clean tree can be restored exactly: refuse to mix the patch with local edits.
-  if ! git diff --quiet HEAD -- src include; then
-    echo "src or include has uncommitted changes: commit or stash them first" >&2
+  # Only clean files can be restored exactly: refuse to mix the patch with local edits to any file
+  # it touches (tests and docs too, not only src and include).
+  mapfile -t touched < <(git apply --numstat "$PATCH" | cut -f3)
+  if ! git diff --quiet HEAD -- "${touched[@]}"; then
+    echo "files the patch touches have uncommitted changes: commit or stash them first" >&2
+    git diff --name-only HEAD -- "${touched[@]}" >&2
     exit 1
   fi
   git apply --check "$PATCH"

@@ -23,20 +23,16 @@
 #include <vector>
 
 #include "probe_check.h"
+#include "probe_mbarrier.h"  // now(): %globaltimer
 
 constexpr int kThreads = 512, kInFlight = 8, kMiBPerCta = 4, kLaunches = 12;
 constexpr int64_t kCtaBytes = int64_t{kMiBPerCta} << 20;
 
 struct Stamp {
   unsigned smid;
-  unsigned long long start, end;
+  uint64_t start, end;
 };
 
-__device__ __forceinline__ unsigned long long now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
@@ -46,7 +42,7 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
 __global__ void __launch_bounds__(kThreads, 1) stream_kernel(const uint4* base, int stride, Stamp* stamps, unsigned* sink) {
   if (blockIdx.x % stride != 0) return;
   __syncthreads();
-  unsigned long long t0 = now();
+  const uint64_t t0 = now();
   const uint4* p = base + static_cast<int64_t>(blockIdx.x) * (kCtaBytes / 16);
   constexpr int64_t kSteps = kCtaBytes / 16 / (kThreads * kInFlight);
   unsigned acc = 0;
@@ -106,11 +102,12 @@ int main() {
       CHECK(cudaDeviceSynchronize());
       if (l < 2) continue;  // warm-up
       CHECK(cudaMemcpy(h.data(), st, sizeof(Stamp) * sms, cudaMemcpyDeviceToHost));
-      unsigned long long first = ~0ull, last = 0;
+      uint64_t first = ~uint64_t{0}, last = 0;
       std::vector<std::pair<double, unsigned>> d;
       for (int c = 0; c < sms; c += stride) {
-        us[h[c].smid].push_back((h[c].end - h[c].start) / 1000.0);
-        d.push_back({(h[c].end - h[c].start) / 1000.0, h[c].smid});
+        const double t = (h[c].end - h[c].start) / 1000.0;
+        us[h[c].smid].push_back(t);
+        d.push_back({t, h[c].smid});
         first = std::min(first, h[c].start);
         last = std::max(last, h[c].end);
         map_cta_sm[c] = h[c].smid;
